@@ -1,0 +1,201 @@
+"""The metadata schema (Postgres schema `connect`), as SQLAlchemy 2 typed models.
+
+The Alembic migrations in `migrations/` create these tables; the models are
+what the runtime reads and writes. Positions and sink offsets deliberately have
+no foreign key to `connectors`: as in Kafka Connect, deleting a connector and
+creating it again under the same name resumes where it left off.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = [
+    "SCHEMA",
+    "Base",
+    "ConnectorRow",
+    "ConnectorStatusRow",
+    "SinkOffsetRow",
+    "SourcePositionRow",
+    "TaskConfigRow",
+    "TaskRunRow",
+    "TaskStatusRow",
+    "TopicPartitionRow",
+    "TopicRow",
+    "TopicSegmentRow",
+]
+
+SCHEMA = "connect"
+
+_NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(schema=SCHEMA, naming_convention=_NAMING)
+    type_annotation_map = {dict[str, Any]: JSONB, list[Any]: JSONB, datetime: DateTime(timezone=True)}
+
+
+def _now() -> Mapped[datetime]:
+    return mapped_column(server_default=func.now())
+
+
+class ConnectorRow(Base):
+    __tablename__ = "connectors"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    connector_class: Mapped[str] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(Text)  # "source" | "sink"
+    config: Mapped[dict[str, Any]]
+    target_state: Mapped[str] = mapped_column(Text, server_default="RUNNING")
+    config_version: Mapped[int] = mapped_column(Integer, server_default="1")
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+
+class TaskConfigRow(Base):
+    __tablename__ = "task_configs"
+
+    connector: Mapped[str] = mapped_column(
+        Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True
+    )
+    task_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    config: Mapped[dict[str, Any]]
+    config_version: Mapped[int] = mapped_column(Integer)
+    # Fencing epoch: bumped whenever a run takes the task's lease or the task is
+    # reassigned. A run may commit only while the generation is still its own.
+    generation: Mapped[int] = mapped_column(BigInteger, server_default="0")
+
+
+class ConnectorStatusRow(Base):
+    __tablename__ = "connector_status"
+
+    connector: Mapped[str] = mapped_column(
+        Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True
+    )
+    state: Mapped[str] = mapped_column(Text)
+    trace: Mapped[str | None] = mapped_column(Text)
+    worker_id: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = _now()
+
+
+class TaskStatusRow(Base):
+    __tablename__ = "task_status"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["connector", "task_id"],
+            [TaskConfigRow.connector, TaskConfigRow.task_id],
+            ondelete="CASCADE",
+        ),
+    )
+
+    connector: Mapped[str] = mapped_column(Text, primary_key=True)
+    task_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    state: Mapped[str] = mapped_column(Text)
+    trace: Mapped[str | None] = mapped_column(Text)
+    worker_id: Mapped[str | None] = mapped_column(Text)
+    last_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = _now()
+
+
+class SourcePositionRow(Base):
+    __tablename__ = "source_positions"
+
+    connector: Mapped[str] = mapped_column(Text, primary_key=True)
+    partition_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    partition: Mapped[dict[str, Any]]
+    offset: Mapped[dict[str, Any]]
+    updated_at: Mapped[datetime] = _now()
+
+
+class SinkOffsetRow(Base):
+    __tablename__ = "sink_offsets"
+
+    connector: Mapped[str] = mapped_column(Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    offset: Mapped[int] = mapped_column(BigInteger)
+    # Kafka's OffsetAndMetadata: what the sink commits together with the offset.
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, server_default="{}")
+    updated_at: Mapped[datetime] = _now()
+
+
+class TopicRow(Base):
+    __tablename__ = "topics"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    partitions: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = _now()
+
+
+class TopicPartitionRow(Base):
+    __tablename__ = "topic_partitions"
+
+    topic: Mapped[str] = mapped_column(Text, ForeignKey(TopicRow.name, ondelete="CASCADE"), primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # Offset the next committed segment starts at; row-locked while committing.
+    next_offset: Mapped[int] = mapped_column(BigInteger, server_default="0")
+
+
+class TaskRunRow(Base):
+    __tablename__ = "task_runs"
+    __table_args__ = (Index(None, "connector", "task_id", "state"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    connector: Mapped[str] = mapped_column(Text)
+    task_id: Mapped[int] = mapped_column(Integer)
+    generation: Mapped[int] = mapped_column(BigInteger)
+    # RUNNING -> SUCCEEDED | FAILED | FENCED | ABANDONED (lease expired, taken over)
+    state: Mapped[str] = mapped_column(Text)
+    worker_id: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = _now()
+    heartbeat_at: Mapped[datetime] = _now()
+    lease_expires_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    stats: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    error: Mapped[str | None] = mapped_column(Text)
+    # Paths the run writes to, recorded before writing so that a killed run's
+    # files can be found and deleted; cleared once they are committed or gone.
+    staged_paths: Mapped[list[Any]] = mapped_column(JSONB, server_default="[]")
+
+
+class TopicSegmentRow(Base):
+    __tablename__ = "topic_segments"
+    __table_args__ = (
+        UniqueConstraint("topic", "partition", "start_offset"),
+        ForeignKeyConstraint(
+            ["topic", "partition"],
+            [TopicPartitionRow.topic, TopicPartitionRow.partition],
+            ondelete="CASCADE",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    topic: Mapped[str] = mapped_column(Text)
+    partition: Mapped[int] = mapped_column(Integer)
+    start_offset: Mapped[int] = mapped_column(BigInteger)
+    end_offset: Mapped[int] = mapped_column(BigInteger)  # exclusive
+    row_count: Mapped[int] = mapped_column(BigInteger)
+    path: Mapped[str] = mapped_column(Text)
+    run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(TaskRunRow.id))
+    created_at: Mapped[datetime] = _now()

@@ -1,0 +1,59 @@
+"""Runtime settings, read from `CONNECT_*` environment variables.
+
+Everything has a working default: with nothing set, the metadata store is an
+embedded Postgres under `CONNECT_HOME` and topics are Parquet under it too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CONNECT_", extra="ignore", frozen=True)
+
+    home: Path = Field(
+        default_factory=lambda: Path.cwd() / ".connect",
+        description="Data directory of the runtime (embedded Postgres, topics, logs).",
+    )
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the metadata Postgres; unset means the embedded server.",
+    )
+    topics_path: str | None = Field(
+        default=None,
+        description="Base path or Hadoop-compatible URI of topic segments; default `<home>/topics`.",
+    )
+    plugin_path: str = Field(
+        default="",
+        description="Directories (os.pathsep-separated) searched for connector modules, like `plugin.path`.",
+    )
+    spark_master: str = Field(default="local[*]", description="Spark master for `connect run`.")
+    spark_submit: str | None = Field(
+        default=None, description="Path of spark-submit; default: the one installed with pyspark."
+    )
+    lease_seconds: float = Field(
+        default=60.0, gt=0, description="A task run's lease; a run silent this long can be taken over."
+    )
+    worker_id: str = Field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
+
+    @property
+    def embedded(self) -> bool:
+        return self.database_url is None
+
+    @property
+    def pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+    @property
+    def topics_base(self) -> str:
+        return self.topics_path or str(self.home / "topics")
+
+    def plugin_dirs(self) -> list[Path]:
+        return [Path(p) for p in self.plugin_path.split(os.pathsep) if p]

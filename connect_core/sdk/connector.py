@@ -1,0 +1,123 @@
+"""Base classes a connector author implements.
+
+A connector is split into tasks (`task_configs`); each task implements one hook:
+`SourceTask.read` returns a micro-batch and the positions it reaches,
+`SinkTask.write` writes a micro-batch to the target. Everything around those
+hooks (leases, fencing, staging, the commit, status and stats) belongs to the
+runtime and is not overridable.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+
+from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig
+from connect_core.sdk.records import CommittedOffset, Positions, SinkBatch, SourceBatch, TopicPartition
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "Connector",
+    "ConnectorType",
+    "SinkConnector",
+    "SinkTask",
+    "SourceConnector",
+    "SourceTask",
+    "TaskContext",
+]
+
+ConnectorType = Literal["source", "sink"]
+ConfigT = TypeVar("ConfigT", bound=ConnectorConfig)
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """What the runtime tells a task about itself."""
+
+    connector: str
+    task_id: int
+    task_count: int
+    logger: logging.Logger
+
+
+class Connector(ABC, Generic[ConfigT]):
+    """A connector plugin: validates its config and splits it into task configs."""
+
+    type: ClassVar[ConnectorType]
+    config_model: ClassVar[type[ConnectorConfig]] = ConnectorConfig
+    version: ClassVar[str] = "0.1.0"
+
+    def validate(self, config: ConfigT) -> dict[str, list[str]]:
+        """Problems pydantic cannot see (cross-field rules), by config key.
+
+        Field types, ranges and required keys are checked by `config_model`
+        before this is called; return an empty dict when all is well.
+        """
+        return {}
+
+    @abstractmethod
+    def task_configs(self, config: ConfigT, max_tasks: int) -> list[dict[str, Any]]:
+        """Split the connector into at most `max_tasks` task configs (JSON-serialisable)."""
+
+
+class SourceTask(ABC):
+    """Reads one bounded micro-batch per run from an external system."""
+
+    def __init__(self, config: Mapping[str, Any], context: TaskContext) -> None:
+        self.config = config
+        self.context = context
+        self.log = context.logger
+
+    @abstractmethod
+    def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
+        """Read what is new since `positions`; return the rows and the positions reached."""
+
+    def has_new_data(self, positions: Positions) -> bool | None:
+        """A cheap check, without Spark, whether `read` would find anything.
+
+        Return None when the source cannot tell cheaply; the runtime then runs
+        the task. Used to skip a Spark start-up for an empty micro-batch.
+        """
+        return None
+
+    def close(self) -> None:
+        """Release resources; called once after the run, whatever its outcome."""
+
+
+class SinkTask(ABC):
+    """Writes committed topic rows to an external system."""
+
+    def __init__(self, config: Mapping[str, Any], context: TaskContext) -> None:
+        self.config = config
+        self.context = context
+        self.log = context.logger
+
+    def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> None:
+        """Called before `write` with the offsets (and metadata) last committed.
+
+        A sink that commits recovery state in the offset metadata (e.g. a file
+        length) repairs the target here, so a crashed write is not repeated.
+        """
+
+    @abstractmethod
+    def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
+        """Write `batch`; return metadata to commit with the new offsets, or None."""
+
+    def close(self) -> None:
+        """Release resources; called once after the run, whatever its outcome."""
+
+
+class SourceConnector(Connector[ConfigT]):
+    type: ClassVar[ConnectorType] = "source"
+    task_class: ClassVar[type[SourceTask]]
+
+
+class SinkConnector(Connector[ConfigT]):
+    type: ClassVar[ConnectorType] = "sink"
+    config_model: ClassVar[type[ConnectorConfig]] = SinkConnectorConfig
+    task_class: ClassVar[type[SinkTask]]

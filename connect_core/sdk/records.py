@@ -1,0 +1,122 @@
+"""What flows between a task and the runtime: positions, offsets and batches.
+
+Positions follow RocketMQ Connect's model: a source *partition* (a map naming
+what is read, e.g. `{"filename": "/data/in.txt"}`) maps to an *offset* (a map
+saying how far, e.g. `{"position": 1024}`). Sink offsets follow Kafka's
+`OffsetAndMetadata`: a number per topic partition plus free-form metadata the
+sink commits together with it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the SDK must import without Spark (e.g. in the Airflow scheduler)
+    from pyspark.sql import DataFrame
+
+__all__ = [
+    "CommittedOffset",
+    "Positions",
+    "SinkBatch",
+    "SourceBatch",
+    "SourcePosition",
+    "TopicPartition",
+    "partition_key",
+]
+
+#: Columns the runtime adds to every topic row; sources must not produce them.
+TOPIC_COLUMN = "__topic"
+PARTITION_COLUMN = "__partition"
+OFFSET_COLUMN = "__offset"
+
+
+def partition_key(partition: Mapping[str, Any]) -> str:
+    """Canonical text of a source partition, used as its identity in the store."""
+    return json.dumps(partition, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True)
+class SourcePosition:
+    """How far a source task has read one source partition."""
+
+    partition: Mapping[str, Any]
+    offset: Mapping[str, Any]
+
+
+class Positions(Mapping[str, SourcePosition]):
+    """Read-only view of a connector's committed source positions."""
+
+    def __init__(self, positions: Mapping[str, SourcePosition] | None = None) -> None:
+        self._by_key = dict(positions or {})
+
+    def offset(self, partition: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The committed offset of `partition`, or None when it was never read."""
+        found = self._by_key.get(partition_key(partition))
+        return found.offset if found else None
+
+    def __getitem__(self, key: str) -> SourcePosition:
+        return self._by_key[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_key)
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+
+@dataclass(frozen=True)
+class SourceBatch:
+    """One micro-batch read by a source task.
+
+    `records` maps each topic to the rows for it (a DataFrame per topic; a
+    source writing one topic has one entry). `positions` are the offsets to
+    commit with these rows: the runtime stores them in the same transaction as
+    the rows, so they advance only if the rows land.
+    """
+
+    records: Mapping[str, DataFrame] = field(default_factory=dict)
+    positions: tuple[SourcePosition, ...] = ()
+
+    @classmethod
+    def empty(cls) -> SourceBatch:
+        """Nothing new: commit nothing."""
+        return cls()
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class CommittedOffset:
+    """A sink's committed position in one topic partition (next offset to read)."""
+
+    offset: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SinkBatch:
+    """Committed topic rows a sink task has not consumed yet.
+
+    `data` holds the topics' own columns plus `__topic`, `__partition` and
+    `__offset`; `ordered()` sorts it in offset order (sinks whose output order
+    matters, such as files, use that). `row_count` is known from the segment
+    metadata, without touching the data.
+    """
+
+    data: DataFrame
+    row_count: int
+    partitions: tuple[TopicPartition, ...]
+
+    def ordered(self) -> DataFrame:
+        return self.data.orderBy(TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
+
+    def values(self) -> DataFrame:
+        """The topic's own columns only."""
+        return self.data.drop(TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
