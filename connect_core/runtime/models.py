@@ -76,9 +76,7 @@ class ConnectorRow(Base):
 class TaskConfigRow(Base):
     __tablename__ = "task_configs"
 
-    connector: Mapped[str] = mapped_column(
-        Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True
-    )
+    connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
     task_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     config: Mapped[dict[str, Any]]
     config_version: Mapped[int] = mapped_column(Integer)
@@ -90,9 +88,7 @@ class TaskConfigRow(Base):
 class ConnectorStatusRow(Base):
     __tablename__ = "connector_status"
 
-    connector: Mapped[str] = mapped_column(
-        Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True
-    )
+    connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
     state: Mapped[str] = mapped_column(Text)
     trace: Mapped[str | None] = mapped_column(Text)
     worker_id: Mapped[str | None] = mapped_column(Text)

@@ -48,7 +48,7 @@ class TaskContext:
 class Connector(ABC, Generic[ConfigT]):
     """A connector plugin: validates its config and splits it into task configs."""
 
-    type: ClassVar[ConnectorType]
+    connector_type: ClassVar[ConnectorType]
     config_model: ClassVar[type[ConnectorConfig]] = ConnectorConfig
     version: ClassVar[str] = "0.1.0"
 
@@ -97,12 +97,15 @@ class SinkTask(ABC):
         self.context = context
         self.log = context.logger
 
-    def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> None:
+    def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> Mapping[str, Any] | None:
         """Called before `write` with the offsets (and metadata) last committed.
 
         A sink that commits recovery state in the offset metadata (e.g. a file
         length) repairs the target here, so a crashed write is not repeated.
+        Returning a mapping records it as that metadata right away (before any
+        write), which is how a sink remembers its starting point on a first run.
         """
+        return None
 
     @abstractmethod
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
@@ -113,11 +116,11 @@ class SinkTask(ABC):
 
 
 class SourceConnector(Connector[ConfigT]):
-    type: ClassVar[ConnectorType] = "source"
+    connector_type: ClassVar[ConnectorType] = "source"
     task_class: ClassVar[type[SourceTask]]
 
 
 class SinkConnector(Connector[ConfigT]):
-    type: ClassVar[ConnectorType] = "sink"
+    connector_type: ClassVar[ConnectorType] = "sink"
     config_model: ClassVar[type[ConnectorConfig]] = SinkConnectorConfig
     task_class: ClassVar[type[SinkTask]]

@@ -1,0 +1,245 @@
+"""The `connect` command (Typer): manage connectors in the metadata store and run them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.secrets import mask_config
+from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(help="A Connect runtime on Spark and Postgres.", no_args_is_help=True, add_completion=False)
+db_app = typer.Typer(help="The metadata schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+out = Console()
+err = Console(stderr=True)
+
+OutputOpt = Annotated[str, typer.Option("--output", "-o", help="table or json")]
+
+
+@contextmanager
+def _runtime(upgrade: bool = True) -> Iterator[Runtime]:
+    """Open the runtime; turn the errors a user can act on into a message and exit code."""
+    runtime = None
+    try:
+        runtime = Runtime.open(upgrade=upgrade)
+        yield runtime
+    except ConfigError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from exc
+    except NotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(4) from exc
+    except ConnectError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    finally:
+        if runtime is not None:
+            runtime.close()
+
+
+def _print_json(value: Any) -> None:
+    out.print_json(json.dumps(value, default=str))
+
+
+def _load_config(path: str) -> dict[str, Any]:
+    text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"config file `{path}` is not valid JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise ConfigError(f"config file `{path}` must hold a JSON object of config keys")
+    return config
+
+
+@app.command()
+def create(
+    name: str,
+    config: Annotated[str, typer.Option("--config", "-c", help="JSON file of the connector config, or -")],
+) -> None:
+    """Validate a connector config and register the connector."""
+    with _runtime() as rt:
+        info = rt.create_connector(name, _load_config(config))
+        out.print(
+            f"created {info.type} connector [bold]{name}[/bold] ({info.connector_class}, {len(info.tasks)} task(s))"
+        )
+
+
+@app.command("list")
+def list_connectors(output: OutputOpt = "table") -> None:
+    """List registered connectors."""
+    with _runtime() as rt:
+        rows = [rt.connectors.status(name) for name in rt.connectors.names()]
+        if output == "json":
+            _print_json([r.name for r in rows])
+            return
+        table = Table("connector", "type", "state", "tasks")
+        for r in rows:
+            table.add_row(r.name, r.type.upper(), r.state, ", ".join(f"{t.id}:{t.state}" for t in r.tasks))
+        out.print(table)
+
+
+@app.command()
+def status(name: str, output: OutputOpt = "table") -> None:
+    """Connector and task states (with the trace of a failed task) and the last runs."""
+    with _runtime() as rt:
+        st = rt.connectors.status(name)
+        runs = rt.connectors.last_runs(name, limit=5)
+        if output == "json":
+            _print_json(
+                {
+                    "name": st.name,
+                    "type": st.type.upper(),
+                    "connector": {"state": st.state, "trace": st.trace, "worker_id": st.worker_id},
+                    "tasks": [
+                        {"id": t.id, "state": t.state, "trace": t.trace, "worker_id": t.worker_id} for t in st.tasks
+                    ],
+                    "runs": runs,
+                }
+            )
+            return
+        out.print(f"[bold]{st.name}[/bold] ({st.type.upper()}): {st.state}")
+        table = Table("task", "state", "worker", "trace")
+        for t in st.tasks:
+            table.add_row(
+                str(t.id), t.state, t.worker_id or "", (t.trace or "").strip().splitlines()[-1:][0] if t.trace else ""
+            )
+        out.print(table)
+        if runs:
+            runs_table = Table("run", "task", "state", "rows", "seconds", "finished")
+            for r in runs:
+                runs_table.add_row(
+                    str(r["run_id"]),
+                    str(r["task"]),
+                    r["state"],
+                    str(r["stats"].get("rows", "")),
+                    str(r["stats"].get("run_s", "")),
+                    r["finished_at"] or "",
+                )
+            out.print(runs_table)
+
+
+@app.command()
+def config(name: str) -> None:
+    """Show a connector's config (secrets masked) and its task configs."""
+    with _runtime() as rt:
+        info = rt.connectors.get(name)
+        _print_json(
+            {
+                "name": name,
+                "config": mask_config(info.config),
+                "tasks": [mask_config(t) for t in info.tasks],
+                "target_state": info.target_state,
+            }
+        )
+
+
+@app.command()
+def delete(name: str) -> None:
+    """Delete a connector (its positions and offsets stay, as in Kafka Connect)."""
+    with _runtime() as rt:
+        rt.connectors.delete(name)
+        out.print(f"deleted connector [bold]{name}[/bold]")
+
+
+@app.command()
+def plugins(output: OutputOpt = "table") -> None:
+    """List the connector plugins found (entry points and CONNECT_PLUGIN_PATH)."""
+    with _runtime(upgrade=False) as rt:
+        found = rt.registry.plugins().values()
+        if output == "json":
+            _print_json(
+                [
+                    {"class": p.class_path, "name": p.name, "type": p.type, "version": p.version, "aliases": p.aliases}
+                    for p in found
+                ]
+            )
+            return
+        table = Table("name", "type", "version", "class", "aliases")
+        for p in sorted(found, key=lambda p: p.name):
+            table.add_row(p.name, p.type, p.version, p.class_path, "\n".join(p.aliases))
+        out.print(table)
+
+
+@app.command()
+def run(
+    name: str,
+    master: Annotated[str | None, typer.Option(help="Spark master (default CONNECT_SPARK_MASTER or local[*])")] = None,
+    task: Annotated[int | None, typer.Option(help="Run only this task")] = None,
+    output: OutputOpt = "table",
+) -> None:
+    """Run every task of a connector once, each through a real spark-submit of the runner."""
+    from connect_core.runtime.submit import submit_task
+
+    with _runtime() as rt:
+        info = rt.connectors.get(name)
+        task_ids = [task] if task is not None else list(range(len(info.tasks)))
+        results = [submit_task(rt.settings, rt.database_url, name, t, master=master) for t in task_ids]
+    if output == "json":
+        _print_json([{**r.result, "exit_code": r.exit_code, "wall_s": r.wall_s} for r in results])
+    else:
+        table = Table("task", "run", "state", "rows", "segments", "wall s", "spark start-up s", "work s", "message")
+        for r in results:
+            timings = r.result.get("timings", {})
+            work = timings.get("run_s", 0.0)
+            table.add_row(
+                str(r.task_id),
+                str(r.result.get("run_id", "")),
+                r.state,
+                str(r.result.get("rows", "")),
+                str(r.result.get("segments", "")),
+                f"{r.wall_s:.1f}",
+                f"{r.wall_s - work:.1f}",
+                f"{work:.1f}",
+                r.result.get("message") or "",
+            )
+        out.print(f"[bold]{name}[/bold]: ran {len(results)} task(s)")
+        out.print(table)
+    for r in results:
+        if r.state not in ("SUCCEEDED", "SKIPPED"):
+            if not r.result:
+                err.print(f"task {r.task_id} exited with {r.exit_code}; last output:\n{r.stderr_tail}", highlight=False)
+            raise typer.Exit(1)
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = "head") -> None:
+    """Apply migrations up to REVISION (idempotent)."""
+    from connect_core.runtime import migrate
+
+    with _runtime(upgrade=False) as rt:
+        migrate.upgrade(rt.engine, revision)
+        out.print(f"metadata schema at {revision}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(revision: str) -> None:
+    """Revert migrations down to REVISION (`base` drops every table)."""
+    from connect_core.runtime import migrate
+
+    with _runtime(upgrade=False) as rt:
+        migrate.downgrade(rt.engine, revision)
+        out.print(f"metadata schema at {revision}")
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app()
+
+
+if __name__ == "__main__":
+    main()

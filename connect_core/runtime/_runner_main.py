@@ -1,0 +1,54 @@
+"""Entry point that `spark-submit` runs: one run of one task, inside the Spark driver.
+
+Prints one line `CONNECT_RESULT {json}` on stdout. Exit codes: 0 succeeded or
+skipped, 3 fenced, 1 failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+
+_STARTED = time.monotonic()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="connect-runner")
+    parser.add_argument("--connector", required=True)
+    parser.add_argument("--task", type=int, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("py4j", "alembic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+    from pyspark.sql import SparkSession
+
+    from connect_core.runtime.context import Runtime
+    from connect_core.runtime.runner import TaskRunner
+
+    runtime = Runtime.open(upgrade=False)
+    runner = TaskRunner(
+        connectors=runtime.connectors,
+        runs=runtime.runs,
+        topics=runtime.topics,
+        registry=runtime.registry,
+        spark=lambda: SparkSession.builder.getOrCreate(),
+        lease_seconds=runtime.settings.lease_seconds,
+    )
+    try:
+        result = runner.run(args.connector, args.task)
+    finally:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+        runtime.close()
+    result.timings["python_s"] = round(time.monotonic() - _STARTED, 3)
+    print("CONNECT_RESULT " + json.dumps(result.to_dict()), flush=True)
+    return {"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(result.state, 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""Connectors, their task configs, status, source positions and sink offsets.
+
+Every method that changes state is one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from connect_core.runtime.models import (
+    ConnectorRow,
+    ConnectorStatusRow,
+    SinkOffsetRow,
+    SourcePositionRow,
+    TaskConfigRow,
+    TaskRunRow,
+    TaskStatusRow,
+)
+from connect_core.sdk.errors import ConnectError, NotFoundError
+from connect_core.sdk.records import CommittedOffset, Positions, SourcePosition, TopicPartition, partition_key
+
+__all__ = [
+    "TARGET_STATES",
+    "ConnectorExistsError",
+    "ConnectorInfo",
+    "ConnectorStatus",
+    "ConnectorStore",
+    "TaskStatus",
+]
+
+TARGET_STATES = ("RUNNING", "PAUSED", "STOPPED")
+
+
+class ConnectorExistsError(ConnectError):
+    """A connector of that name exists already."""
+
+
+@dataclass(frozen=True)
+class ConnectorInfo:
+    name: str
+    connector_class: str
+    type: str
+    config: dict[str, Any]
+    target_state: str
+    config_version: int
+    tasks: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    id: int
+    state: str
+    trace: str | None
+    worker_id: str | None
+    last_run_id: int | None
+
+
+@dataclass(frozen=True)
+class ConnectorStatus:
+    name: str
+    type: str
+    state: str
+    trace: str | None
+    worker_id: str | None
+    tasks: tuple[TaskStatus, ...]
+
+
+class ConnectorStore:
+    def __init__(self, engine: Engine) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    # -- connectors ---------------------------------------------------------
+
+    def create(
+        self,
+        name: str,
+        *,
+        connector_class: str,
+        type: str,
+        config: Mapping[str, Any],
+        task_configs: Sequence[Mapping[str, Any]],
+        target_state: str = "RUNNING",
+    ) -> ConnectorInfo:
+        with self._sessions.begin() as s:
+            if s.get(ConnectorRow, name) is not None:
+                raise ConnectorExistsError(f"connector `{name}` already exists; delete it first or update its config")
+            s.add(
+                ConnectorRow(
+                    name=name,
+                    connector_class=connector_class,
+                    type=type,
+                    config=dict(config),
+                    target_state=target_state,
+                    config_version=1,
+                )
+            )
+            s.add(ConnectorStatusRow(connector=name, state=target_state))
+            s.flush()
+            self._replace_tasks(s, name, task_configs, config_version=1)
+        return self.get(name)
+
+    def update_config(
+        self,
+        name: str,
+        *,
+        connector_class: str,
+        config: Mapping[str, Any],
+        task_configs: Sequence[Mapping[str, Any]],
+    ) -> ConnectorInfo:
+        """Replace the config and task configs; bumps the config version (fencing running tasks)."""
+        with self._sessions.begin() as s:
+            row = self._lock(s, name)
+            row.connector_class = connector_class
+            row.config = dict(config)
+            row.config_version += 1
+            row.updated_at = func.now()
+            self._replace_tasks(s, name, task_configs, config_version=row.config_version)
+        return self.get(name)
+
+    def _replace_tasks(
+        self, s: Session, name: str, task_configs: Sequence[Mapping[str, Any]], *, config_version: int
+    ) -> None:
+        existing = {t.task_id: t for t in s.scalars(select(TaskConfigRow).where(TaskConfigRow.connector == name))}
+        for task_id, cfg in enumerate(task_configs):
+            task = existing.pop(task_id, None)
+            if task is None:
+                s.add(TaskConfigRow(connector=name, task_id=task_id, config=dict(cfg), config_version=config_version))
+                s.add(TaskStatusRow(connector=name, task_id=task_id, state="UNASSIGNED"))
+            else:
+                # A new config is a new generation: a run of the old config must not commit.
+                task.config, task.config_version, task.generation = dict(cfg), config_version, task.generation + 1
+        for gone in existing.values():
+            s.delete(gone)
+
+    def _lock(self, s: Session, name: str) -> ConnectorRow:
+        row = s.scalars(select(ConnectorRow).where(ConnectorRow.name == name).with_for_update()).one_or_none()
+        if row is None:
+            raise NotFoundError(f"connector `{name}` not found")
+        return row
+
+    def get(self, name: str) -> ConnectorInfo:
+        with self._sessions() as s:
+            row = s.get(ConnectorRow, name)
+            if row is None:
+                raise NotFoundError(f"connector `{name}` not found")
+            tasks = s.scalars(
+                select(TaskConfigRow.config).where(TaskConfigRow.connector == name).order_by(TaskConfigRow.task_id)
+            ).all()
+            return ConnectorInfo(
+                name=row.name,
+                connector_class=row.connector_class,
+                type=row.type,
+                config=row.config,
+                target_state=row.target_state,
+                config_version=row.config_version,
+                tasks=tuple(tasks),
+            )
+
+    def names(self) -> list[str]:
+        with self._sessions() as s:
+            return list(s.scalars(select(ConnectorRow.name).order_by(ConnectorRow.name)))
+
+    def delete(self, name: str) -> None:
+        """Delete the connector, its tasks and status. Positions and offsets stay, as in Kafka Connect."""
+        with self._sessions.begin() as s:
+            self._lock(s, name)
+            s.execute(delete(ConnectorRow).where(ConnectorRow.name == name))
+
+    def set_target_state(self, name: str, state: str) -> None:
+        if state not in TARGET_STATES:
+            raise ValueError(f"target state must be one of {TARGET_STATES}, not `{state}`")
+        with self._sessions.begin() as s:
+            row = self._lock(s, name)
+            row.target_state = state
+            row.updated_at = func.now()
+            s.execute(
+                update(ConnectorStatusRow)
+                .where(ConnectorStatusRow.connector == name)
+                .values(state=state, trace=None, updated_at=func.now())
+            )
+
+    # -- status -------------------------------------------------------------
+
+    def status(self, name: str) -> ConnectorStatus:
+        with self._sessions() as s:
+            row = s.get(ConnectorRow, name)
+            if row is None:
+                raise NotFoundError(f"connector `{name}` not found")
+            conn = s.get(ConnectorStatusRow, name)
+            tasks = s.scalars(
+                select(TaskStatusRow).where(TaskStatusRow.connector == name).order_by(TaskStatusRow.task_id)
+            ).all()
+            return ConnectorStatus(
+                name=name,
+                type=row.type,
+                state=conn.state if conn else "UNASSIGNED",
+                trace=conn.trace if conn else None,
+                worker_id=conn.worker_id if conn else None,
+                tasks=tuple(TaskStatus(t.task_id, t.state, t.trace, t.worker_id, t.last_run_id) for t in tasks),
+            )
+
+    def last_runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The most recent task runs of a connector, newest first."""
+        with self._sessions() as s:
+            rows = s.scalars(
+                select(TaskRunRow).where(TaskRunRow.connector == name).order_by(TaskRunRow.id.desc()).limit(limit)
+            ).all()
+            return [
+                {
+                    "run_id": r.id,
+                    "task": r.task_id,
+                    "generation": r.generation,
+                    "state": r.state,
+                    "started_at": _iso(r.started_at),
+                    "finished_at": _iso(r.finished_at),
+                    "stats": r.stats,
+                    "error": r.error,
+                }
+                for r in rows
+            ]
+
+    # -- positions and offsets ---------------------------------------------
+
+    def positions(self, connector: str) -> Positions:
+        with self._sessions() as s:
+            rows = s.scalars(select(SourcePositionRow).where(SourcePositionRow.connector == connector)).all()
+            return Positions({r.partition_key: SourcePosition(r.partition, r.offset) for r in rows})
+
+    def sink_offsets(self, connector: str) -> dict[TopicPartition, CommittedOffset]:
+        with self._sessions() as s:
+            rows = s.scalars(select(SinkOffsetRow).where(SinkOffsetRow.connector == connector)).all()
+            return {TopicPartition(r.topic, r.partition): CommittedOffset(r.offset, r.metadata_) for r in rows}
+
+    def upsert_positions(self, s: Session, connector: str, positions: Sequence[SourcePosition]) -> None:
+        """Part of a caller's transaction (the run commit)."""
+        for p in positions:
+            stmt = insert(SourcePositionRow).values(
+                connector=connector,
+                partition_key=partition_key(p.partition),
+                partition=dict(p.partition),
+                offset=dict(p.offset),
+            )
+            s.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=["connector", "partition_key"],
+                    set_={"offset": stmt.excluded.offset, "updated_at": func.now()},
+                )
+            )
+
+    def upsert_sink_offsets(
+        self, s: Session, connector: str, offsets: Mapping[TopicPartition, int], metadata: Mapping[str, Any]
+    ) -> None:
+        """Part of a caller's transaction (the run commit)."""
+        for tp, offset in sorted(offsets.items()):
+            stmt = insert(SinkOffsetRow).values(
+                connector=connector, topic=tp.topic, partition=tp.partition, offset=offset, metadata_=dict(metadata)
+            )
+            s.execute(
+                stmt.on_conflict_do_update(
+                    index_elements=["connector", "topic", "partition"],
+                    set_={"offset": stmt.excluded.offset, "metadata": stmt.excluded.metadata, "updated_at": func.now()},
+                )
+            )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None

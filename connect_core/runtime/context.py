@@ -1,0 +1,96 @@
+"""The runtime's object graph: settings -> engine -> stores, plugins; and connector management."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+
+from connect_core.runtime import migrate
+from connect_core.runtime.connectors_store import ConnectorInfo, ConnectorStore
+from connect_core.runtime.db import database_url, make_engine, masked_url
+from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.runs import RunStore
+from connect_core.runtime.settings import Settings
+from connect_core.runtime.topics import TopicStore
+from connect_core.runtime.validation import validate_connector
+from connect_core.sdk.errors import ConfigError, RetriableError
+
+__all__ = ["Runtime"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    database_url: str
+    engine: Engine
+    connectors: ConnectorStore
+    runs: RunStore
+    topics: TopicStore
+    registry: PluginRegistry
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, upgrade: bool = True) -> Runtime:
+        """Connect to the metadata store (starting the embedded one if needed) and migrate it."""
+        settings = settings or Settings()
+        url = database_url(settings)
+        engine = make_engine(url)
+        if upgrade:
+            try:
+                migrate.upgrade(engine)
+            except OperationalError as exc:
+                raise RetriableError(
+                    f"cannot reach the metadata database at `{masked_url(url)}`: {exc.orig}. "
+                    "Is it running, and is CONNECT_DATABASE_URL right?"
+                ) from exc
+        connectors = ConnectorStore(engine)
+        topics = TopicStore(engine, settings.topics_base)
+        return cls(
+            settings=settings,
+            database_url=url,
+            engine=engine,
+            connectors=connectors,
+            runs=RunStore(engine, connectors, topics, settings.worker_id),
+            topics=topics,
+            registry=PluginRegistry(settings.plugin_dirs()),
+        )
+
+    def create_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
+        """Validate `config`, split it into tasks and store it (all or nothing)."""
+        _check_name(name, config)
+        validated = validate_connector(name, config, self.registry)
+        return self.connectors.create(
+            name,
+            connector_class=validated.plugin.name,
+            type=validated.plugin.type,
+            config=validated.config,
+            task_configs=validated.task_configs,
+        )
+
+    def update_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
+        _check_name(name, config)
+        validated = validate_connector(name, config, self.registry)
+        return self.connectors.update_config(
+            name, connector_class=validated.plugin.name, config=validated.config, task_configs=validated.task_configs
+        )
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _check_name(name: str, config: Mapping[str, Any]) -> None:
+    if not name or len(name) > 200 or any(c in name for c in "/\\\n\r\t") or name.strip() != name:
+        raise ConfigError(
+            f"invalid connector name `{name}`", {"name": ["1-200 characters, no slashes or blanks at the ends"]}
+        )
+    if config.get("name") not in (None, name):
+        raise ConfigError(
+            f"config `name` ({config['name']}) differs from the connector name `{name}`",
+            {"name": [f"must be `{name}` or absent"]},
+        )

@@ -1,0 +1,156 @@
+"""Finding connector plugins: entry points, a `plugin.path` of directories, and aliases.
+
+A plugin is a `SourceConnector` or `SinkConnector` subclass. It is found
+
+* through the `connect_core.connectors` entry-point group (how built-ins and
+  installed packages register), or
+* as a module or package in a `plugin.path` directory (`CONNECT_PLUGIN_PATH`),
+  like RocketMQ Connect's `pluginPaths`.
+
+`connector.class` may name a plugin by entry-point name, by class name, by
+fully qualified name (`pkg.mod.Class` or `pkg.mod:Class`), or by a RocketMQ or
+Kafka class name that is an alias of a built-in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import logging
+import sys
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from connect_core.sdk.connector import Connector, SinkConnector, SourceConnector
+from connect_core.sdk.errors import ConfigError
+
+__all__ = ["ALIASES", "ENTRY_POINT_GROUP", "Plugin", "PluginRegistry"]
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "connect_core.connectors"
+
+#: Class names users bring from RocketMQ Connect and Kafka Connect.
+ALIASES: dict[str, str] = {
+    "org.apache.rocketmq.connect.file.FileSourceConnector": "FileSourceConnector",
+    "org.apache.rocketmq.connect.file.FileSinkConnector": "FileSinkConnector",
+    "org.apache.kafka.connect.file.FileStreamSourceConnector": "FileSourceConnector",
+    "org.apache.kafka.connect.file.FileStreamSinkConnector": "FileSinkConnector",
+    "FileStreamSource": "FileSourceConnector",
+    "FileStreamSink": "FileSinkConnector",
+}
+
+
+@dataclass(frozen=True)
+class Plugin:
+    name: str
+    cls: type[Connector[Any]]
+    origin: str  # "entry point" or the plugin directory it was found in
+
+    @property
+    def class_path(self) -> str:
+        return f"{self.cls.__module__}.{self.cls.__qualname__}"
+
+    @property
+    def type(self) -> str:
+        return self.cls.connector_type
+
+    @property
+    def version(self) -> str:
+        return self.cls.version
+
+    @property
+    def aliases(self) -> list[str]:
+        return sorted(alias for alias, target in ALIASES.items() if target == self.name)
+
+
+class PluginRegistry:
+    def __init__(self, plugin_dirs: list[Path] | None = None) -> None:
+        self._plugin_dirs = list(plugin_dirs or [])
+        self._plugins: dict[str, Plugin] | None = None
+
+    def plugins(self) -> dict[str, Plugin]:
+        """Every plugin found, by name (scanned once; `reload()` scans again)."""
+        if self._plugins is None:
+            self._plugins = self._discover()
+        return self._plugins
+
+    def reload(self) -> dict[str, Plugin]:
+        self._plugins = None
+        return self.plugins()
+
+    def resolve(self, connector_class: str) -> Plugin:
+        """The plugin `connector_class` names; ConfigError listing the available ones if none."""
+        plugins = self.plugins()
+        name = ALIASES.get(connector_class, connector_class)
+        if name in plugins:
+            return plugins[name]
+        for plugin in plugins.values():
+            if connector_class in (plugin.class_path, plugin.cls.__name__):
+                return plugin
+        imported = _import_class(connector_class)
+        if imported is not None:
+            return Plugin(f"{imported.__module__}.{imported.__qualname__}", imported, "import")
+        available = ", ".join(sorted(plugins)) or "none"
+        message = f"connector class `{connector_class}` not found; available plugins: {available}"
+        raise ConfigError(message, {"connector.class": [message]})
+
+    def _discover(self) -> dict[str, Plugin]:
+        found: dict[str, Plugin] = {}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                cls = ep.load()
+            except Exception:  # one broken plugin must not hide the others
+                log.exception("could not load connector plugin entry point `%s`", ep.value)
+                continue
+            if _is_plugin(cls):
+                found.setdefault(ep.name, Plugin(ep.name, cls, "entry point"))
+        for directory in self._plugin_dirs:
+            for module in _modules_in(directory):
+                for _, cls in inspect.getmembers(module, _is_plugin):
+                    if cls.__module__ == module.__name__:
+                        found.setdefault(cls.__name__, Plugin(cls.__name__, cls, str(directory)))
+        return found
+
+
+def _is_plugin(obj: object) -> bool:
+    return (
+        inspect.isclass(obj)
+        and issubclass(obj, (SourceConnector, SinkConnector))
+        and obj not in (SourceConnector, SinkConnector)
+        and not inspect.isabstract(obj)
+    )
+
+
+def _modules_in(directory: Path) -> list[ModuleType]:
+    if not directory.is_dir():
+        log.warning("plugin path `%s` is not a directory; skipped", directory)
+        return []
+    if str(directory) not in sys.path:
+        sys.path.append(str(directory))  # so plugin modules can import their siblings
+    modules = []
+    for entry in sorted(directory.iterdir()):
+        if entry.name.startswith(("_", ".")):
+            continue
+        if entry.suffix == ".py" or (entry.is_dir() and (entry / "__init__.py").exists()):
+            module_name = entry.stem
+            try:
+                modules.append(importlib.import_module(module_name))
+            except Exception:
+                log.exception("could not import plugin module `%s`", entry)
+    return modules
+
+
+def _import_class(dotted: str) -> type[Connector[Any]] | None:
+    module_name, sep, attr = dotted.partition(":") if ":" in dotted else dotted.rpartition(".")
+    if not sep or not module_name:
+        return None
+    try:
+        obj = getattr(importlib.import_module(module_name), attr, None)
+    except ImportError:
+        return None
+    return obj if _is_plugin(obj) else None

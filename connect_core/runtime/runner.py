@@ -1,0 +1,244 @@
+"""The task runner: one run of one task, from lease to commit.
+
+This is the loop connector authors do not write (and cannot override): take
+the lease, load the connector, read positions or offsets, run the task's one
+hook, stage the output, and commit output + positions + stats in one
+generation-guarded transaction. If anything fails, nothing is committed, the
+task is marked FAILED with its trace, and the staged files are deleted (now,
+or by the next run of the task when the process was killed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from connect_core.runtime import _faults
+from connect_core.runtime.connectors_store import ConnectorStore
+from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment
+from connect_core.runtime.secrets import mask_text
+from connect_core.runtime.topic_io import delete_path, read_segments, write_segment
+from connect_core.runtime.topics import TopicStore
+from connect_core.sdk.config import SinkConnectorConfig
+from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
+from connect_core.sdk.errors import FencedError
+from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["RunResult", "TaskRunner"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunResult:
+    connector: str
+    task_id: int
+    state: str  # SUCCEEDED | FAILED | FENCED | SKIPPED
+    run_id: int | None = None
+    generation: int | None = None
+    rows: int = 0
+    segments: int = 0
+    message: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Heartbeat(threading.Thread):
+    """Extends the lease every third of its length; notices when the run is fenced."""
+
+    def __init__(self, runs: RunStore, lease: Lease, lease_seconds: float) -> None:
+        super().__init__(name=f"heartbeat-{lease.connector}-{lease.task_id}", daemon=True)
+        self._runs, self._lease, self._seconds = runs, lease, lease_seconds
+        self._stop_event = threading.Event()
+        self.fenced = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self._seconds / 3):
+            try:
+                if not self._runs.heartbeat(self._lease, self._seconds):
+                    self.fenced.set()
+                    return
+            except Exception:  # a database blip: keep the lease alive if we can
+                log.warning("heartbeat of run %s failed; retrying", self._lease.run_id, exc_info=True)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+class TaskRunner:
+    def __init__(
+        self,
+        *,
+        connectors: ConnectorStore,
+        runs: RunStore,
+        topics: TopicStore,
+        registry: PluginRegistry,
+        spark: Callable[[], SparkSession],
+        lease_seconds: float = 60.0,
+    ) -> None:
+        self._connectors = connectors
+        self._runs = runs
+        self._topics = topics
+        self._registry = registry
+        self._spark_factory = spark
+        self._lease_seconds = lease_seconds
+
+    def run(self, connector: str, task_id: int) -> RunResult:
+        """Run the task once. Never raises for a task failure: the result says FAILED."""
+        info = self._connectors.get(connector)
+        if info.target_state != "RUNNING":
+            return RunResult(connector, task_id, "SKIPPED", message=f"connector is {info.target_state}")
+        lease = self._runs.acquire(connector, task_id, self._lease_seconds)
+        result = RunResult(connector, task_id, "RUNNING", lease.run_id, lease.generation)
+        heartbeat = _Heartbeat(self._runs, lease, self._lease_seconds)
+        heartbeat.start()
+        started = time.monotonic()
+        staged: list[str] = []
+        spark: SparkSession | None = None
+        try:
+            spark = self._spark_factory()
+            result.timings["spark_session_s"] = round(time.monotonic() - started, 3)
+            self._collect_garbage(spark, lease)
+            if lease.connector_type == "source":
+                request = self._run_source(spark, lease, staged, result)
+            else:
+                request = self._run_sink(spark, lease, result)
+            _faults.checkpoint("before_commit")
+            if heartbeat.fenced.is_set():
+                raise FencedError(f"run {lease.run_id} lost its lease while running")
+            request.stats = {**result.timings, "rows": result.rows, "segments": result.segments}
+            commit_started = time.monotonic()
+            self._runs.commit(lease, request)
+            result.timings["commit_s"] = round(time.monotonic() - commit_started, 3)
+            result.state = "SUCCEEDED"
+        except FencedError as exc:
+            result.state, result.message = "FENCED", str(exc)
+            self._runs.finish(lease, "FENCED", str(exc), result.timings)
+            self._discard(spark, staged)
+        except Exception as exc:
+            trace = mask_text(traceback.format_exc())
+            result.state, result.message = "FAILED", mask_text(f"{type(exc).__name__}: {exc}")
+            log.error("run %s of `%s-%s` failed: %s", lease.run_id, connector, task_id, result.message)
+            self._runs.finish(lease, "FAILED", trace, result.timings)
+            self._discard(spark, staged)
+        finally:
+            heartbeat.stop()
+            result.timings["run_s"] = round(time.monotonic() - started, 3)
+        return result
+
+    # -- sources ------------------------------------------------------------
+
+    def _run_source(self, spark: SparkSession, lease: Lease, staged: list[str], result: RunResult) -> CommitRequest:
+        task = self._new_task(lease)
+        assert isinstance(task, SourceTask)
+        committed = self._connectors.positions(lease.connector)
+        read_started = time.monotonic()
+        try:
+            batch = task.read(spark, committed)
+            segments = []
+            for topic, df in batch.records.items():
+                partitions = self._topics.ensure_topic(topic, int(lease.connector_config.get("topic.partitions", 1)))
+                partition = lease.task_id % partitions
+                path = self._topics.segment_path(topic, partition, lease.run_id)
+                self._runs.record_staged(lease, path)  # before writing: a kill leaves a known path
+                staged.append(path)
+                rows = write_segment(spark, df, path, lease.run_id)
+                if rows:
+                    segments.append(StagedSegment(topic, partition, rows, path))
+                    result.rows += rows
+                    result.segments += 1
+        finally:
+            task.close()
+        result.timings["work_s"] = round(time.monotonic() - read_started, 3)
+        changed = [p for p in batch.positions if committed.offset(p.partition) != dict(p.offset)]
+        return CommitRequest(segments=segments, positions=_dedupe(changed))
+
+    # -- sinks --------------------------------------------------------------
+
+    def _run_sink(self, spark: SparkSession, lease: Lease, result: RunResult) -> CommitRequest:
+        task = self._new_task(lease)
+        assert isinstance(task, SinkTask)
+        owned = self._owned_partitions(lease)
+        committed = {tp: c for tp, c in self._connectors.sink_offsets(lease.connector).items() if tp in owned}
+        start = {tp: committed[tp].offset if tp in committed else 0 for tp in owned}
+        work_started = time.monotonic()
+        try:
+            baseline = task.open(committed)
+            if baseline is not None:
+                # The sink's recovery state before its first write, committed on its own.
+                self._runs.commit_checkpoint(lease, start, baseline)
+            max_rows = lease.connector_config.get("batch.max.rows")
+            segments = self._topics.segments_after(start, int(max_rows) if max_rows else None)
+            if not segments:
+                result.timings["work_s"] = round(time.monotonic() - work_started, 3)
+                return CommitRequest()
+            rows = sum(s.row_count for s in segments)
+            batch = SinkBatch(read_segments(spark, segments), rows, tuple(sorted(owned)))
+            metadata = task.write(spark, batch)
+        finally:
+            task.close()
+        result.rows, result.segments = rows, len(segments)
+        result.timings["work_s"] = round(time.monotonic() - work_started, 3)
+        offsets = dict(start)
+        for seg in segments:
+            tp = TopicPartition(seg.topic, seg.partition)
+            offsets[tp] = max(offsets[tp], seg.end_offset)
+        previous = next(iter(committed.values())).metadata if committed else {}
+        return CommitRequest(offsets=offsets, offset_metadata=metadata if metadata is not None else previous)
+
+    def _owned_partitions(self, lease: Lease) -> set[TopicPartition]:
+        """Partition p of every topic belongs to task p mod task-count."""
+        plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
+        model = plugin_cls.config_model.model_validate(lease.connector_config)
+        topics = model.topics if isinstance(model, SinkConnectorConfig) else []
+        return {
+            TopicPartition(topic, p)
+            for topic in topics
+            for p in range(self._topics.partitions(topic))
+            if p % lease.task_count == lease.task_id
+        }
+
+    # -- housekeeping -------------------------------------------------------
+
+    def _new_task(self, lease: Lease) -> SourceTask | SinkTask:
+        plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
+        task: SourceTask | SinkTask = plugin_cls.task_class(lease.task_config, self._context(lease))
+        return task
+
+    def _context(self, lease: Lease) -> TaskContext:
+        logger = logging.getLogger(f"connect.{lease.connector}.task-{lease.task_id}")
+        return TaskContext(lease.connector, lease.task_id, lease.task_count, logger)
+
+    def _collect_garbage(self, spark: SparkSession, lease: Lease) -> None:
+        """Delete what earlier failed or killed runs of this task staged."""
+        for run_id, paths in self._runs.garbage(lease.connector, lease.task_id):
+            for path in paths:
+                delete_path(spark, path)
+            self._runs.forget_staged(run_id)
+            log.info("deleted %d staged path(s) of run %s, which never committed", len(paths), run_id)
+
+    def _discard(self, spark: SparkSession | None, staged: list[str]) -> None:
+        if spark is None:
+            return
+        for path in staged:
+            try:
+                delete_path(spark, path)
+            except Exception:  # the next run of the task deletes it instead
+                log.warning("could not delete staged path %s", path, exc_info=True)
+
+
+def _dedupe(positions: list[SourcePosition]) -> list[SourcePosition]:
+    """The last position per partition wins."""
+    by_key: dict[str, SourcePosition] = {partition_key(p.partition): p for p in positions}
+    return list(by_key.values())

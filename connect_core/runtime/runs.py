@@ -1,0 +1,221 @@
+"""Task runs: the lease a run holds, its heartbeat, and its fenced commit.
+
+A run takes the task's lease by bumping the task's *generation*; from then on
+only that generation may commit. A run whose lease lapsed (its process was
+killed, or hung) is taken over by the next run, which bumps the generation
+again, so the old run, should it wake up, can no longer commit: its commit
+finds a different generation and is rejected (`FencedError`). Time is the
+database's `now()`, so worker clocks do not matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine, func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from connect_core.runtime.connectors_store import ConnectorStore
+from connect_core.runtime.models import ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
+from connect_core.runtime.topics import Segment, TopicStore
+from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
+from connect_core.sdk.records import SourcePosition, TopicPartition
+
+__all__ = ["Lease", "RunStore", "StagedSegment", "TaskBusyError"]
+
+
+class TaskBusyError(RetriableError):
+    """Another run of the task holds a live lease."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    run_id: int
+    connector: str
+    task_id: int
+    generation: int
+    task_count: int
+    task_config: dict[str, Any]
+    connector_config: dict[str, Any]
+    connector_class: str
+    connector_type: str
+    target_state: str
+
+
+@dataclass(frozen=True)
+class StagedSegment:
+    topic: str
+    partition: int
+    row_count: int
+    path: str
+
+
+@dataclass
+class CommitRequest:
+    """Everything one run commits, in one transaction."""
+
+    segments: Sequence[StagedSegment] = ()
+    positions: Sequence[SourcePosition] = ()
+    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    offset_metadata: Mapping[str, Any] = field(default_factory=dict)
+    stats: Mapping[str, Any] = field(default_factory=dict)
+
+
+class RunStore:
+    def __init__(self, engine: Engine, connectors: ConnectorStore, topics: TopicStore, worker_id: str) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._connectors = connectors
+        self._topics = topics
+        self.worker_id = worker_id
+
+    def acquire(self, connector: str, task_id: int, lease_seconds: float) -> Lease:
+        """Take the task's lease as a new run, fencing any run whose lease lapsed."""
+        with self._sessions.begin() as s:
+            task = s.scalars(
+                select(TaskConfigRow)
+                .where(TaskConfigRow.connector == connector, TaskConfigRow.task_id == task_id)
+                .with_for_update()
+            ).one_or_none()
+            conn = s.get(ConnectorRow, connector)
+            if task is None or conn is None:
+                raise NotFoundError(f"task `{connector}-{task_id}` not found")
+            now = s.scalars(select(func.now())).one()
+            for other in s.scalars(
+                select(TaskRunRow).where(
+                    TaskRunRow.connector == connector, TaskRunRow.task_id == task_id, TaskRunRow.state == "RUNNING"
+                )
+            ):
+                if other.lease_expires_at > now:
+                    raise TaskBusyError(
+                        f"task `{connector}-{task_id}` is already running as run {other.id} "
+                        f"(lease until {other.lease_expires_at.isoformat()}); wait for it to finish"
+                    )
+                other.state, other.finished_at = "ABANDONED", now
+                other.error = "lease expired without a commit; the task was taken over by a newer run"
+            task.generation += 1
+            task_count = s.scalar(select(func.count()).where(TaskConfigRow.connector == connector)) or 1
+            run = TaskRunRow(
+                connector=connector,
+                task_id=task_id,
+                generation=task.generation,
+                state="RUNNING",
+                worker_id=self.worker_id,
+                lease_expires_at=now + timedelta(seconds=lease_seconds),
+            )
+            s.add(run)
+            s.flush()
+            return Lease(
+                run_id=run.id,
+                connector=connector,
+                task_id=task_id,
+                generation=task.generation,
+                task_count=task_count,
+                task_config=task.config,
+                connector_config=conn.config,
+                connector_class=conn.connector_class,
+                connector_type=conn.type,
+                target_state=conn.target_state,
+            )
+
+    def heartbeat(self, lease: Lease, lease_seconds: float) -> bool:
+        """Extend the lease; False when the run has been fenced and should stop."""
+        with self._sessions.begin() as s:
+            current = _current_generation(s, lease)
+            if current != lease.generation:
+                return False
+            result = s.execute(
+                update(TaskRunRow)
+                .where(TaskRunRow.id == lease.run_id, TaskRunRow.state == "RUNNING")
+                .values(heartbeat_at=func.now(), lease_expires_at=func.now() + timedelta(seconds=lease_seconds))
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def record_staged(self, lease: Lease, path: str) -> None:
+        """Write-ahead: note a path before writing to it, so a killed run's files can be found."""
+        with self._sessions.begin() as s:
+            run = s.get(TaskRunRow, lease.run_id, with_for_update=True)
+            assert run is not None
+            run.staged_paths = [*run.staged_paths, path]
+
+    def commit(self, lease: Lease, request: CommitRequest) -> list[Segment]:
+        """Commit a run's output atomically, or raise FencedError and commit nothing."""
+        with self._sessions.begin() as s:
+            current = _current_generation(s, lease, lock=True)
+            run = s.get(TaskRunRow, lease.run_id, with_for_update=True)
+            if current != lease.generation or run is None or run.state != "RUNNING":
+                raise FencedError(
+                    f"run {lease.run_id} of task `{lease.connector}-{lease.task_id}` is fenced: its generation "
+                    f"{lease.generation} was superseded by {current}; its output is discarded"
+                )
+            segments = [
+                self._topics.append_segment(
+                    s,
+                    topic=seg.topic,
+                    partition=seg.partition,
+                    row_count=seg.row_count,
+                    path=seg.path,
+                    run_id=lease.run_id,
+                )
+                for seg in sorted(request.segments, key=lambda seg: (seg.topic, seg.partition))
+            ]
+            self._connectors.upsert_positions(s, lease.connector, request.positions)
+            self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
+            run.state, run.finished_at, run.stats = "SUCCEEDED", func.now(), dict(request.stats)
+            run.staged_paths = []  # committed paths are topic data now, not garbage
+            _set_task_status(s, lease, "RUNNING", None, self.worker_id)
+            return segments
+
+    def commit_checkpoint(
+        self, lease: Lease, offsets: Mapping[TopicPartition, int], metadata: Mapping[str, Any]
+    ) -> None:
+        """Record a sink's recovery metadata (offsets unchanged) before it first writes."""
+        with self._sessions.begin() as s:
+            if _current_generation(s, lease, lock=True) != lease.generation:
+                raise FencedError(f"run {lease.run_id} of task `{lease.connector}-{lease.task_id}` is fenced")
+            self._connectors.upsert_sink_offsets(s, lease.connector, offsets, metadata)
+
+    def finish(self, lease: Lease, state: str, error: str | None, stats: Mapping[str, Any]) -> None:
+        """Close a run that did not commit (FAILED or FENCED); positions and offsets stay untouched."""
+        with self._sessions.begin() as s:
+            run = s.get(TaskRunRow, lease.run_id, with_for_update=True)
+            if run is None or run.state != "RUNNING":
+                return
+            run.state, run.finished_at, run.error, run.stats = state, func.now(), error, dict(stats)
+            if state == "FAILED" and _current_generation(s, lease) == lease.generation:
+                _set_task_status(s, lease, "FAILED", error, self.worker_id)
+
+    def garbage(self, connector: str, task_id: int) -> list[tuple[int, list[str]]]:
+        """Staged paths of this task's runs that ended without committing them."""
+        with self._sessions() as s:
+            rows = s.execute(
+                select(TaskRunRow.id, TaskRunRow.staged_paths).where(
+                    TaskRunRow.connector == connector,
+                    TaskRunRow.task_id == task_id,
+                    TaskRunRow.state.in_(("FAILED", "FENCED", "ABANDONED")),
+                    func.jsonb_array_length(TaskRunRow.staged_paths) > 0,
+                )
+            ).tuples()
+            return [(run_id, list(paths)) for run_id, paths in rows]
+
+    def forget_staged(self, run_id: int) -> None:
+        with self._sessions.begin() as s:
+            s.execute(update(TaskRunRow).where(TaskRunRow.id == run_id).values(staged_paths=[]))
+
+
+def _current_generation(s: Session, lease: Lease, lock: bool = False) -> int | None:
+    query = select(TaskConfigRow.generation).where(
+        TaskConfigRow.connector == lease.connector, TaskConfigRow.task_id == lease.task_id
+    )
+    return s.scalar(query.with_for_update() if lock else query)
+
+
+def _set_task_status(s: Session, lease: Lease, state: str, trace: str | None, worker_id: str) -> None:
+    values = {"state": state, "trace": trace, "worker_id": worker_id, "last_run_id": lease.run_id}
+    stmt = insert(TaskStatusRow).values(connector=lease.connector, task_id=lease.task_id, **values)
+    s.execute(
+        stmt.on_conflict_do_update(index_elements=["connector", "task_id"], set_={**values, "updated_at": func.now()})
+    )

@@ -1,0 +1,110 @@
+"""Running a task through a real `spark-submit` of the runner."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connect_core.runtime.settings import Settings
+
+__all__ = ["RESULT_PREFIX", "SubmitResult", "spark_submit_command", "submit_task"]
+
+log = logging.getLogger(__name__)
+
+RESULT_PREFIX = "CONNECT_RESULT "
+RUNNER_MAIN = Path(__file__).with_name("_runner_main.py")
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    connector: str
+    task_id: int
+    exit_code: int
+    wall_s: float
+    result: dict[str, Any]  # RunResult.to_dict() from the driver, {} if it died
+    stderr_tail: str
+
+    @property
+    def state(self) -> str:
+        return str(self.result.get("state") or ("KILLED" if self.exit_code < 0 or self.exit_code == 137 else "FAILED"))
+
+
+def _spark_submit(settings: Settings) -> str:
+    if settings.spark_submit:
+        return settings.spark_submit
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+
+
+def spark_submit_command(
+    settings: Settings,
+    connector: str,
+    task_id: int,
+    *,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> list[str]:
+    spark_conf = {
+        "spark.ui.enabled": "false",
+        "spark.log.level": "WARN",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        **(conf or {}),
+    }
+    cmd = [
+        _spark_submit(settings),
+        "--master",
+        master or settings.spark_master,
+        "--name",
+        f"connect:{connector}:task-{task_id}",
+    ]
+    for key, value in spark_conf.items():
+        cmd += ["--conf", f"{key}={value}"]
+    return [*cmd, str(RUNNER_MAIN), "--connector", connector, "--task", str(task_id)]
+
+
+def submit_task(
+    settings: Settings,
+    database_url: str,
+    connector: str,
+    task_id: int,
+    *,
+    master: str | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> SubmitResult:
+    """spark-submit one run of the task and wait for it. The database URL goes by
+    environment, never on the command line, so it does not show in `ps` or logs."""
+    env = {
+        **os.environ,
+        "CONNECT_DATABASE_URL": database_url,
+        "CONNECT_HOME": str(settings.home),
+        "CONNECT_TOPICS_PATH": settings.topics_base,
+        "CONNECT_PLUGIN_PATH": settings.plugin_path,
+        "CONNECT_LEASE_SECONDS": str(settings.lease_seconds),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        **(extra_env or {}),
+    }
+    cmd = spark_submit_command(settings, connector, task_id, master=master)
+    log.info("spark-submit of `%s-%s`: %s", connector, task_id, " ".join(cmd))
+    started = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    wall = round(time.monotonic() - started, 3)
+    result: dict[str, Any] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            result = json.loads(line[len(RESULT_PREFIX) :])
+    tail = "\n".join(proc.stderr.splitlines()[-30:])
+    return SubmitResult(connector, task_id, proc.returncode, wall, result, tail)

@@ -1,0 +1,150 @@
+"""The topic store's metadata: topics, partitions and committed segments.
+
+A topic is a set of partitions; each committed micro-batch of a source task is
+one Parquet *segment* of one partition, with a contiguous offset range. The
+Parquet files live under `<base>/<topic>/partition=<p>/run=<run id>`; only the
+paths recorded in `topic_segments` are part of the topic, so a killed run's
+files are never read and need no rename to become visible.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session, sessionmaker
+
+from connect_core.runtime.models import TopicPartitionRow, TopicRow, TopicSegmentRow
+from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.records import TopicPartition
+
+__all__ = ["Segment", "TopicStore", "check_topic_name"]
+
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+def check_topic_name(name: str) -> str:
+    """Kafka's rule: letters, digits, `.`, `_`, `-`; it becomes a path component."""
+    if not _TOPIC_NAME.match(name) or name in {".", ".."}:
+        raise ConfigError(
+            f"invalid topic name `{name}`: use 1-249 letters, digits, '.', '_' or '-'",
+            {"topic": [f"invalid topic name `{name}`"]},
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Segment:
+    topic: str
+    partition: int
+    start_offset: int
+    end_offset: int
+    row_count: int
+    path: str
+    run_id: int
+
+
+class TopicStore:
+    def __init__(self, engine: Engine, base_path: str) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self.base_path = base_path.rstrip("/")
+
+    def segment_path(self, topic: str, partition: int, run_id: int) -> str:
+        return f"{self.base_path}/{check_topic_name(topic)}/partition={partition}/run={run_id}"
+
+    def ensure_topic(self, name: str, partitions: int = 1) -> int:
+        """Create the topic if it is new; returns its partition count (an existing topic keeps its own)."""
+        check_topic_name(name)
+        with self._sessions.begin() as s:
+            s.execute(insert(TopicRow).values(name=name, partitions=partitions).on_conflict_do_nothing())
+            count = s.scalars(select(TopicRow.partitions).where(TopicRow.name == name)).one()
+            s.execute(
+                insert(TopicPartitionRow)
+                .values([{"topic": name, "partition": p} for p in range(count)])
+                .on_conflict_do_nothing()
+            )
+            return count
+
+    def partitions(self, topic: str) -> int:
+        """Partition count of `topic`; 0 when it does not exist yet."""
+        with self._sessions() as s:
+            return s.scalars(select(TopicRow.partitions).where(TopicRow.name == topic)).one_or_none() or 0
+
+    def topics(self) -> dict[str, int]:
+        with self._sessions() as s:
+            return dict(s.execute(select(TopicRow.name, TopicRow.partitions).order_by(TopicRow.name)).tuples())
+
+    def segments_after(self, positions: dict[TopicPartition, int], max_rows: int | None = None) -> list[Segment]:
+        """Committed segments at or after each partition's offset, oldest first.
+
+        With `max_rows`, stops at the segment that reaches it (always at least
+        one segment, so a huge segment still makes progress).
+        """
+        found: list[Segment] = []
+        with self._sessions() as s:
+            for tp, offset in sorted(positions.items()):
+                rows = s.scalars(
+                    select(TopicSegmentRow)
+                    .where(
+                        TopicSegmentRow.topic == tp.topic,
+                        TopicSegmentRow.partition == tp.partition,
+                        TopicSegmentRow.end_offset > offset,
+                    )
+                    .order_by(TopicSegmentRow.start_offset)
+                )
+                found.extend(_segment(r) for r in rows)
+        found.sort(key=lambda seg: (seg.start_offset, seg.topic, seg.partition))
+        if max_rows is None:
+            return found
+        taken: list[Segment] = []
+        rows_taken = 0
+        for seg in found:
+            if taken and rows_taken + seg.row_count > max_rows:
+                break
+            taken.append(seg)
+            rows_taken += seg.row_count
+        return taken
+
+    def append_segment(
+        self, s: Session, *, topic: str, partition: int, row_count: int, path: str, run_id: int
+    ) -> Segment:
+        """Give a staged segment its offsets; part of the caller's commit transaction.
+
+        The partition row is locked, so concurrent commits to one partition get
+        consecutive, non-overlapping offset ranges.
+        """
+        tp = s.scalars(
+            select(TopicPartitionRow)
+            .where(TopicPartitionRow.topic == topic, TopicPartitionRow.partition == partition)
+            .with_for_update()
+        ).one()
+        start = tp.next_offset
+        tp.next_offset = start + row_count
+        row = TopicSegmentRow(
+            topic=topic,
+            partition=partition,
+            start_offset=start,
+            end_offset=start + row_count,
+            row_count=row_count,
+            path=path,
+            run_id=run_id,
+        )
+        s.add(row)
+        s.flush()
+        return _segment(row)
+
+    def all_segments(self, topics: Iterable[str]) -> list[Segment]:
+        with self._sessions() as s:
+            rows = s.scalars(
+                select(TopicSegmentRow)
+                .where(TopicSegmentRow.topic.in_(list(topics)))
+                .order_by(TopicSegmentRow.topic, TopicSegmentRow.partition, TopicSegmentRow.start_offset)
+            )
+            return [_segment(r) for r in rows]
+
+
+def _segment(r: TopicSegmentRow) -> Segment:
+    return Segment(r.topic, r.partition, r.start_offset, r.end_offset, r.row_count, r.path, r.run_id)
