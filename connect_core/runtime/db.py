@@ -11,7 +11,7 @@ from sqlalchemy.engine import make_url
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import RetriableError
 
-__all__ = ["database_url", "make_engine", "masked_url"]
+__all__ = ["database_url", "make_engine", "masked_url", "normalize_url"]
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +23,16 @@ _embedded_servers: dict[str, Any] = {}
 def database_url(settings: Settings) -> str:
     """The metadata store's SQLAlchemy URL, starting the embedded Postgres if none is configured."""
     if settings.database_url is not None:
-        url = settings.database_url.get_secret_value()
-        return url.replace("postgresql://", "postgresql+psycopg2://", 1) if url.startswith("postgresql://") else url
+        return normalize_url(settings.database_url.get_secret_value())
     return _embedded_url(settings)
+
+
+def normalize_url(url: str) -> str:
+    """Use psycopg2 for plain `postgresql://` URLs (SQLAlchemy 2.1 would pick psycopg 3)."""
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg2://" + url[len(plain) :]
+    return url
 
 
 def _embedded_url(settings: Settings) -> str:
@@ -42,8 +49,7 @@ def _embedded_url(settings: Settings) -> str:
                 f"could not start the embedded Postgres in `{settings.pgdata}`: {exc}. "
                 "Check the directory is writable, or set CONNECT_DATABASE_URL to use a server."
             ) from exc
-    uri: str = _embedded_servers[key].get_uri()
-    return uri.replace("postgresql://", "postgresql+psycopg2://", 1)
+    return normalize_url(_embedded_servers[key].get_uri())
 
 
 def masked_url(url: str) -> str:
@@ -53,7 +59,7 @@ def masked_url(url: str) -> str:
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine for the metadata store; every connection uses UTC and a short lock timeout."""
-    engine = create_engine(url, pool_pre_ping=True, future=True, **kwargs)
+    engine = create_engine(normalize_url(url), pool_pre_ping=True, future=True, **kwargs)
 
     @event.listens_for(engine, "connect")
     def _session_settings(dbapi_conn: Any, _record: Any) -> None:

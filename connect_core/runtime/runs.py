@@ -198,7 +198,7 @@ class RunStore:
                     TaskRunRow.state.in_(("FAILED", "FENCED", "ABANDONED")),
                     func.jsonb_array_length(TaskRunRow.staged_paths) > 0,
                 )
-            ).tuples()
+            ).all()
             return [(run_id, list(paths)) for run_id, paths in rows]
 
     def forget_staged(self, run_id: int) -> None:

@@ -75,7 +75,7 @@ class TopicStore:
 
     def topics(self) -> dict[str, int]:
         with self._sessions() as s:
-            return dict(s.execute(select(TopicRow.name, TopicRow.partitions).order_by(TopicRow.name)).tuples())
+            return dict(s.execute(select(TopicRow.name, TopicRow.partitions).order_by(TopicRow.name)).all())
 
     def segments_after(self, positions: dict[TopicPartition, int], max_rows: int | None = None) -> list[Segment]:
         """Committed segments at or after each partition's offset, oldest first.

@@ -1,0 +1,114 @@
+"""Shared fixtures: a real Postgres database per test, one SparkSession per test session."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg2
+import pytest
+from sqlalchemy.engine import make_url
+
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.settings import Settings
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+#: The machine's Postgres; CONNECT_TEST_PG_URL overrides it.
+SERVER_URL = os.environ.get("CONNECT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _admin(url: str):  # type: ignore[no-untyped-def]
+    conn = psycopg2.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
+    conn.autocommit = True
+    return conn
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """URL of a Postgres server for the tests; fails (never skips) when none is reachable."""
+    try:
+        _admin(SERVER_URL).close()
+    except psycopg2.OperationalError as exc:
+        pytest.fail(f"no Postgres at {SERVER_URL} (set CONNECT_TEST_PG_URL): {exc}")
+    return SERVER_URL
+
+
+@pytest.fixture
+def database_url(pg_server: str) -> Iterator[str]:
+    """A fresh, empty database for one test, dropped afterwards."""
+    name = f"connect_test_{uuid.uuid4().hex[:12]}"
+    admin = _admin(pg_server)
+    with admin.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    yield make_url(pg_server).set(database=name).render_as_string(hide_password=False)
+    with admin.cursor() as cur:
+        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=database_url, home=tmp_path / "home", lease_seconds=30)
+
+
+@pytest.fixture
+def runtime(settings: Settings) -> Iterator[Runtime]:
+    rt = Runtime.open(settings)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("connect-core-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.log.level", "WARN")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def runner(runtime: Runtime, spark) -> TaskRunner:  # type: ignore[no-untyped-def]
+    return TaskRunner(
+        connectors=runtime.connectors,
+        runs=runtime.runs,
+        topics=runtime.topics,
+        registry=runtime.registry,
+        spark=lambda: spark,
+        lease_seconds=runtime.settings.lease_seconds,
+    )
+
+
+def file_pair(runtime: Runtime, tmp_path: Path, *, topic: str = "fileTopic") -> tuple[Path, Path]:
+    """Register the seed's file source and sink; returns (source file, sink file)."""
+    source, sink = tmp_path / "test-source-file.txt", tmp_path / "test-sink-file.txt"
+    runtime.create_connector(
+        "fileSourceConnector",
+        {
+            "connector.class": "org.apache.rocketmq.connect.file.FileSourceConnector",
+            "filename": str(source),
+            "connect.topicname": topic,
+        },
+    )
+    runtime.create_connector(
+        "fileSinkConnector",
+        {
+            "connector.class": "org.apache.rocketmq.connect.file.FileSinkConnector",
+            "filename": str(sink),
+            "connect.topicnames": topic,
+        },
+    )
+    return source, sink
