@@ -13,23 +13,22 @@ __all__ = ["MIGRATIONS_DIR", "downgrade", "upgrade"]
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def _config(engine: Engine) -> Config:
+def _config() -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
     return cfg
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to `revision`; a no-op when it is there already (safe to call at every start)."""
-    cfg = _config(engine)
+    cfg = _config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, revision)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
-    cfg = _config(engine)
+    cfg = _config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, revision)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from connect_core.runtime import _faults
 from connect_core.runtime.connectors_store import ConnectorStore
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment
+from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.secrets import mask_text
 from connect_core.runtime.topic_io import delete_path, read_segments, write_segment
 from connect_core.runtime.topics import TopicStore
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 class RunResult:
     connector: str
     task_id: int
-    state: str  # SUCCEEDED | FAILED | FENCED | SKIPPED
+    state: str  # SUCCEEDED | FAILED | FENCED | SKIPPED (not RUNNING) | BUSY (another run holds the lease)
     run_id: int | None = None
     generation: int | None = None
     rows: int = 0
@@ -99,7 +99,10 @@ class TaskRunner:
         info = self._connectors.get(connector)
         if info.target_state != "RUNNING":
             return RunResult(connector, task_id, "SKIPPED", message=f"connector is {info.target_state}")
-        lease = self._runs.acquire(connector, task_id, self._lease_seconds)
+        try:
+            lease = self._runs.acquire(connector, task_id, self._lease_seconds)
+        except TaskBusyError as exc:
+            return RunResult(connector, task_id, "BUSY", message=str(exc))
         result = RunResult(connector, task_id, "RUNNING", lease.run_id, lease.generation)
         heartbeat = _Heartbeat(self._runs, lease, self._lease_seconds)
         heartbeat.start()

@@ -10,6 +10,7 @@ database's `now()`, so worker clocks do not matter.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -89,7 +90,7 @@ class RunStore:
                     TaskRunRow.connector == connector, TaskRunRow.task_id == task_id, TaskRunRow.state == "RUNNING"
                 )
             ):
-                if other.lease_expires_at > now:
+                if other.lease_expires_at > now and not _holder_died(other.worker_id):
                     raise TaskBusyError(
                         f"task `{connector}-{task_id}` is already running as run {other.id} "
                         f"(lease until {other.lease_expires_at.isoformat()}); wait for it to finish"
@@ -204,6 +205,20 @@ class RunStore:
     def forget_staged(self, run_id: int) -> None:
         with self._sessions.begin() as s:
             s.execute(update(TaskRunRow).where(TaskRunRow.id == run_id).values(staged_paths=[]))
+
+
+def _holder_died(worker_id: str | None) -> bool:
+    """True when the run's process ran on this host and is gone (killed before its lease ran out)."""
+    host, _, pid = (worker_id or "").rpartition(":")
+    if host != os.uname().nodename or not pid.isdigit():
+        return False  # another host: only the lease can tell
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _current_generation(s: Session, lease: Lease, lock: bool = False) -> int | None:
