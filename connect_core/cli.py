@@ -79,6 +79,24 @@ def create(
         )
 
 
+@app.command()
+def put(
+    name: str,
+    config: Annotated[str, typer.Option("--config", "-c", help="JSON file of the connector config, or -")],
+) -> None:
+    """Create the connector, or update its config if it exists (Kafka's PUT /connectors/NAME/config)."""
+    with _runtime() as rt:
+        new_config = _load_config(config)
+        if name in rt.connectors.names():
+            info = rt.update_connector(name, new_config)
+            out.print(f"updated {info.type} connector [bold]{name}[/bold] (config version {info.config_version})")
+        else:
+            info = rt.create_connector(name, new_config)
+            out.print(
+                f"created {info.type} connector [bold]{name}[/bold] ({info.connector_class}, {len(info.tasks)} task(s))"
+            )
+
+
 @app.command("list")
 def list_connectors(output: OutputOpt = "table") -> None:
     """List registered connectors."""
@@ -120,14 +138,14 @@ def status(name: str, output: OutputOpt = "table") -> None:
             )
         out.print(table)
         if runs:
-            runs_table = Table("run", "task", "state", "rows", "seconds", "finished")
+            runs_table = Table("run", "task", "state", "rows", "work s", "finished")
             for r in runs:
                 runs_table.add_row(
                     str(r["run_id"]),
                     str(r["task"]),
                     r["state"],
                     str(r["stats"].get("rows", "")),
-                    str(r["stats"].get("run_s", "")),
+                    str(r["stats"].get("work_s", "")),
                     r["finished_at"] or "",
                 )
             out.print(runs_table)
@@ -192,23 +210,23 @@ def run(
     if output == "json":
         _print_json([{**r.result, "exit_code": r.exit_code, "wall_s": r.wall_s} for r in results])
     else:
-        table = Table("task", "run", "state", "rows", "segments", "wall s", "spark start-up s", "work s", "message")
+        table = Table("task", "run", "state", "rows", "wall s", "start-up s", "work s")
         for r in results:
-            timings = r.result.get("timings", {})
-            work = timings.get("run_s", 0.0)
+            work = r.result.get("timings", {}).get("run_s", 0.0)
             table.add_row(
                 str(r.task_id),
                 str(r.result.get("run_id", "")),
                 r.state,
                 str(r.result.get("rows", "")),
-                str(r.result.get("segments", "")),
                 f"{r.wall_s:.1f}",
                 f"{r.wall_s - work:.1f}",
                 f"{work:.1f}",
-                r.result.get("message") or "",
             )
         out.print(f"[bold]{name}[/bold]: ran {len(results)} task(s)")
         out.print(table)
+        for r in results:
+            if r.result.get("message"):
+                out.print(f"task {r.task_id}: {r.result['message']}", highlight=False)
     for r in results:
         if r.state not in ("SUCCEEDED", "SKIPPED"):
             if not r.result:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -38,12 +39,14 @@ def normalize_url(url: str) -> str:
 def _embedded_url(settings: Settings) -> str:
     key = str(settings.pgdata)
     if key not in _embedded_servers:
-        import pgserver  # imported lazily: only the embedded default needs it
-
         settings.home.mkdir(parents=True, exist_ok=True)
         log.info("starting embedded Postgres in %s", settings.pgdata)
         try:
-            _embedded_servers[key] = pgserver.get_server(settings.pgdata, cleanup_mode="stop")
+            with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+                warnings.simplefilter("ignore")
+                import pgserver  # imported lazily: only the embedded default needs it
+
+                _embedded_servers[key] = pgserver.get_server(settings.pgdata, cleanup_mode="stop")
         except Exception as exc:
             raise RetriableError(
                 f"could not start the embedded Postgres in `{settings.pgdata}`: {exc}. "

@@ -23,7 +23,12 @@ class Cli:
     def __call__(self, *args: str, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [sys.executable, "-m", "connect_core.cli", *args],
-            env={**self.env, **env}, cwd=self.cwd, capture_output=True, text=True, timeout=300, check=False,
+            env={**self.env, **env},
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"connect {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
@@ -37,10 +42,14 @@ class Cli:
 
 def _register(cli: Cli, tmp_path: Path) -> tuple[Path, Path]:
     source, sink = tmp_path / "test-source-file.txt", tmp_path / "test-sink-file.txt"
-    (tmp_path / "source.json").write_text(json.dumps(
-        {"connector.class": SOURCE_CLASS, "filename": "test-source-file.txt", "connect.topicname": "fileTopic"}))
-    (tmp_path / "sink.json").write_text(json.dumps(
-        {"connector.class": SINK_CLASS, "filename": "test-sink-file.txt", "connect.topicnames": "fileTopic"}))
+    (tmp_path / "source.json").write_text(
+        json.dumps(
+            {"connector.class": SOURCE_CLASS, "filename": "test-source-file.txt", "connect.topicname": "fileTopic"}
+        )
+    )
+    (tmp_path / "sink.json").write_text(
+        json.dumps({"connector.class": SINK_CLASS, "filename": "test-sink-file.txt", "connect.topicnames": "fileTopic"})
+    )
     cli("create", "fileSourceConnector", "--config", "source.json")
     cli("create", "fileSinkConnector", "--config", "sink.json")
     return source, sink

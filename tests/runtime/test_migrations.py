@@ -9,8 +9,16 @@ from connect_core.runtime.db import make_engine
 from connect_core.runtime.models import SCHEMA, Base
 
 TABLES = {
-    "connectors", "task_configs", "connector_status", "task_status", "source_positions", "sink_offsets",
-    "topics", "topic_partitions", "topic_segments", "task_runs",
+    "connectors",
+    "task_configs",
+    "connector_status",
+    "task_status",
+    "source_positions",
+    "sink_offsets",
+    "topics",
+    "topic_partitions",
+    "topic_segments",
+    "task_runs",
 }
 
 
@@ -45,8 +53,12 @@ def test_models_match_migrations(database_url: str) -> None:
     migrate.upgrade(engine)
     with engine.connect() as conn:
         ctx = MigrationContext.configure(
-            conn, opts={"include_schemas": True, "version_table_schema": SCHEMA,
-                        "include_name": lambda name, type_, _p: type_ != "schema" or name == SCHEMA}
+            conn,
+            opts={
+                "include_schemas": True,
+                "version_table_schema": SCHEMA,
+                "include_name": lambda name, type_, _p: type_ != "schema" or name == SCHEMA,
+            },
         )
         assert compare_metadata(ctx, Base.metadata) == []
     engine.dispose()

@@ -48,7 +48,10 @@ def test_connect_plugins_lists_plugin_path(tmp_path: Path) -> None:
     env = {**os.environ, "CONNECT_PLUGIN_PATH": str(tmp_path), "CONNECT_HOME": str(tmp_path / "home")}
     out = subprocess.run(
         [sys.executable, "-m", "connect_core.cli", "plugins", "--output", "json"],
-        env=env, capture_output=True, text=True, check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert '"name": "CountingSource2"' in out
     assert '"name": "FileSourceConnector"' in out

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install everything (into .venv) and run lint, type checks and the whole test suite
+# against the machine's Postgres (CONNECT_TEST_PG_URL, default
+# postgresql://postgres@127.0.0.1:5432/postgres) and real spark-submit.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+bash scripts/bootstrap.sh
+export SPARK_LOCAL_IP=127.0.0.1
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+.venv/bin/pytest "$@"

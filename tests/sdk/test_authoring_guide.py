@@ -1,0 +1,44 @@
+"""The README's example connector, loaded from a plugin path, runs through the runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.runner import TaskRunner
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plugins"
+
+
+def test_counter_source_with_two_tasks_into_a_two_partition_topic(runtime: Runtime, spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    runtime.registry = PluginRegistry([EXAMPLES])
+    runtime.create_connector(
+        "counter",
+        {"connector.class": "CounterSource", "topic": "numbers", "step": 5, "tasks.max": 2, "topic.partitions": 2},
+    )
+    runtime.create_connector(
+        "numbers-out", {"connector.class": "FileSinkConnector", "topics": "numbers", "file": str(tmp_path / "o.txt")}
+    )
+    runner = TaskRunner(
+        connectors=runtime.connectors,
+        runs=runtime.runs,
+        topics=runtime.topics,
+        registry=runtime.registry,
+        spark=lambda: spark,
+    )
+    for _ in range(2):
+        assert [runner.run("counter", t).rows for t in (0, 1)] == [5, 5]
+
+    assert runtime.topics.topics() == {"numbers": 2}
+    segments = runtime.topics.all_segments(["numbers"])
+    assert [(s.partition, s.start_offset, s.end_offset) for s in segments] == [
+        (0, 0, 5),
+        (0, 5, 10),
+        (1, 0, 5),
+        (1, 5, 10),
+    ]
+
+    assert runner.run("numbers-out", 0).rows == 20
+    lines = (tmp_path / "o.txt").read_text().splitlines()
+    assert sorted(lines) == sorted([f'{{"n":{i}}}' for i in range(10)] * 2)
