@@ -127,13 +127,13 @@ class TaskRunner:
             result.state = "SUCCEEDED"
         except FencedError as exc:
             result.state, result.message = "FENCED", str(exc)
-            self._runs.finish(lease, "FENCED", str(exc), result.timings)
+            self._finish(lease, "FENCED", str(exc), result)
             self._discard(spark, staged)
         except Exception as exc:
             trace = mask_text(traceback.format_exc())
             result.state, result.message = "FAILED", mask_text(f"{type(exc).__name__}: {exc}")
             log.error("run %s of `%s-%s` failed: %s", lease.run_id, connector, task_id, result.message)
-            self._runs.finish(lease, "FAILED", trace, result.timings)
+            self._finish(lease, "FAILED", trace, result)
             self._discard(spark, staged)
         finally:
             heartbeat.stop()
@@ -230,6 +230,13 @@ class TaskRunner:
                 delete_path(spark, path)
             self._runs.forget_staged(run_id)
             log.info("deleted %d staged path(s) of run %s, which never committed", len(paths), run_id)
+
+    def _finish(self, lease: Lease, state: str, error: str, result: RunResult) -> None:
+        try:
+            self._runs.finish(lease, state, error, result.timings)
+        except Exception:  # e.g. the metadata database is down: the lease simply lapses
+            log.exception("could not record run %s as %s", lease.run_id, state)
+            result.message += " (and the run could not be recorded: the metadata store is unreachable)"
 
     def _discard(self, spark: SparkSession | None, staged: list[str]) -> None:
         if spark is None:
