@@ -115,7 +115,12 @@ class SinkBatch:
     partitions: tuple[TopicPartition, ...]
 
     def ordered(self) -> DataFrame:
-        return self.data.orderBy(TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
+        """All rows in one Spark partition, in offset order: for sinks that write from the driver.
+
+        (A global `orderBy` would add a sampling job for range partitioning;
+        a driver-side writer reads one stream anyway.)
+        """
+        return self.data.coalesce(1).sortWithinPartitions(TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
 
     def values(self) -> DataFrame:
         """The topic's own columns only."""
