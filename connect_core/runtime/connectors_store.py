@@ -111,13 +111,14 @@ class ConnectorStore:
         name: str,
         *,
         connector_class: str,
+        type: str,
         config: Mapping[str, Any],
         task_configs: Sequence[Mapping[str, Any]],
     ) -> ConnectorInfo:
         """Replace the config and task configs; bumps the config version (fencing running tasks)."""
         with self._sessions.begin() as s:
             row = self._lock(s, name)
-            row.connector_class = connector_class
+            row.connector_class, row.type = connector_class, type
             row.config = dict(config)
             row.config_version += 1
             row.updated_at = func.now()

@@ -77,7 +77,11 @@ class Runtime:
         _check_name(name, config)
         validated = validate_connector(name, config, self.registry)
         return self.connectors.update_config(
-            name, connector_class=validated.plugin.name, config=validated.config, task_configs=validated.task_configs
+            name,
+            connector_class=validated.plugin.name,
+            type=validated.plugin.type,
+            config=validated.config,
+            task_configs=validated.task_configs,
         )
 
     def close(self) -> None:

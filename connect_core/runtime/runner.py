@@ -157,10 +157,12 @@ class TaskRunner:
                 self._runs.record_staged(lease, path)  # before writing: a kill leaves a known path
                 staged.append(path)
                 rows = write_segment(spark, df, path, lease.run_id)
-                if rows:
-                    segments.append(StagedSegment(topic, partition, rows, path))
-                    result.rows += rows
-                    result.segments += 1
+                if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
+                    delete_path(spark, path)
+                    continue
+                segments.append(StagedSegment(topic, partition, rows, path))
+                result.rows += rows
+                result.segments += 1
         finally:
             task.close()
         result.timings["work_s"] = round(time.monotonic() - read_started, 3)

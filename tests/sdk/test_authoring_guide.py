@@ -42,3 +42,40 @@ def test_counter_source_with_two_tasks_into_a_two_partition_topic(runtime: Runti
     assert runner.run("numbers-out", 0).rows == 20
     lines = (tmp_path / "o.txt").read_text().splitlines()
     assert sorted(lines) == sorted([f'{{"n":{i}}}' for i in range(10)] * 2)
+
+
+EMPTY_SOURCE = """
+from connect_core import SourceBatch, SourceConnector, SourcePosition, SourceTask
+
+
+class EmptyTask(SourceTask):
+    def read(self, spark, positions):
+        df = spark.range(0, 10).where("id < 0")  # a query that matches nothing
+        return SourceBatch({"numbers": df}, (SourcePosition({"q": 1}, {"seen": 0}),))
+
+
+class EmptySource(SourceConnector):
+    task_class = EmptyTask
+
+    def task_configs(self, config, max_tasks):
+        return [{}]
+"""
+
+
+def test_an_empty_dataframe_publishes_nothing_and_leaves_no_files(runtime: Runtime, spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "empty_source.py").write_text(EMPTY_SOURCE)
+    runtime.registry = PluginRegistry([tmp_path / "plugins"])
+    runtime.create_connector("empty", {"connector.class": "EmptySource"})
+    runner = TaskRunner(
+        connectors=runtime.connectors,
+        runs=runtime.runs,
+        topics=runtime.topics,
+        registry=runtime.registry,
+        spark=lambda: spark,
+    )
+    result = runner.run("empty", 0)
+    assert (result.state, result.rows, result.segments) == ("SUCCEEDED", 0, 0)
+    assert runtime.topics.all_segments(["numbers"]) == []
+    assert list((Path(runtime.settings.topics_base) / "numbers" / "partition=0").iterdir()) == []
+    assert runtime.connectors.positions("empty").offset({"q": 1}) == {"seen": 0}
