@@ -66,35 +66,34 @@ def _load_config(path: str) -> dict[str, Any]:
     return config
 
 
-@app.command()
-def create(
-    name: str,
-    config: Annotated[str, typer.Option("--config", "-c", help="JSON file of the connector config, or -")],
-) -> None:
-    """Validate a connector config and register the connector."""
-    with _runtime() as rt:
-        info = rt.create_connector(name, _load_config(config))
-        out.print(
-            f"created {info.type} connector [bold]{name}[/bold] ({info.connector_class}, {len(info.tasks)} task(s))"
-        )
+ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="JSON file of the connector config, or -")]
 
 
 @app.command()
-def put(
-    name: str,
-    config: Annotated[str, typer.Option("--config", "-c", help="JSON file of the connector config, or -")],
-) -> None:
+def create(name: str, config: ConfigOpt) -> None:
+    """Validate a connector config and register the connector (fails if it exists)."""
+    _save(name, config, allow_update=False)
+
+
+@app.command()
+def put(name: str, config: ConfigOpt) -> None:
     """Create the connector, or update its config if it exists (Kafka's PUT /connectors/NAME/config)."""
+    _save(name, config, allow_update=True)
+
+
+def _save(name: str, config_path: str, *, allow_update: bool) -> None:
     with _runtime() as rt:
-        new_config = _load_config(config)
-        if name in rt.connectors.names():
-            info = rt.update_connector(name, new_config)
-            out.print(f"updated {info.type} connector [bold]{name}[/bold] (config version {info.config_version})")
+        config = _load_config(config_path)
+        if allow_update and name in rt.connectors.names():
+            info = rt.update_connector(name, config)
+            verb = "updated"
         else:
-            info = rt.create_connector(name, new_config)
-            out.print(
-                f"created {info.type} connector [bold]{name}[/bold] ({info.connector_class}, {len(info.tasks)} task(s))"
-            )
+            info = rt.create_connector(name, config)
+            verb = "created"
+        out.print(
+            f"{verb} {info.type} connector [bold]{name}[/bold] "
+            f"({info.connector_class}, {len(info.tasks)} task(s), config version {info.config_version})"
+        )
 
 
 @app.command("list")

@@ -80,8 +80,8 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
-@pytest.fixture
-def runner(runtime: Runtime, spark) -> TaskRunner:  # type: ignore[no-untyped-def]
+def make_runner(runtime: Runtime, spark) -> TaskRunner:  # type: ignore[no-untyped-def]
+    """A runner on the runtime's stores and plugins, using the shared SparkSession."""
     return TaskRunner(
         connectors=runtime.connectors,
         runs=runtime.runs,
@@ -90,6 +90,11 @@ def runner(runtime: Runtime, spark) -> TaskRunner:  # type: ignore[no-untyped-de
         spark=lambda: spark,
         lease_seconds=runtime.settings.lease_seconds,
     )
+
+
+@pytest.fixture
+def runner(runtime: Runtime, spark) -> TaskRunner:  # type: ignore[no-untyped-def]
+    return make_runner(runtime, spark)
 
 
 def file_pair(runtime: Runtime, tmp_path: Path, *, topic: str = "fileTopic") -> tuple[Path, Path]:

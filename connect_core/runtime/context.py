@@ -63,26 +63,21 @@ class Runtime:
 
     def create_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
         """Validate `config`, split it into tasks and store it (all or nothing)."""
-        _check_name(name, config)
-        validated = validate_connector(name, config, self.registry)
-        return self.connectors.create(
-            name,
-            connector_class=validated.plugin.name,
-            type=validated.plugin.type,
-            config=validated.config,
-            task_configs=validated.task_configs,
-        )
+        return self.connectors.create(name, **self._validated(name, config))
 
     def update_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
+        """Validate and replace the config; its tasks get new configs and a new generation."""
+        return self.connectors.update_config(name, **self._validated(name, config))
+
+    def _validated(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         _check_name(name, config)
         validated = validate_connector(name, config, self.registry)
-        return self.connectors.update_config(
-            name,
-            connector_class=validated.plugin.name,
-            type=validated.plugin.type,
-            config=validated.config,
-            task_configs=validated.task_configs,
-        )
+        return {
+            "connector_class": validated.plugin.name,
+            "type": validated.plugin.type,
+            "config": validated.config,
+            "task_configs": validated.task_configs,
+        }
 
     def close(self) -> None:
         self.engine.dispose()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.runner import TaskRunner
+from tests.conftest import make_runner
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 
@@ -20,13 +20,7 @@ def test_counter_source_with_two_tasks_into_a_two_partition_topic(runtime: Runti
     runtime.create_connector(
         "numbers-out", {"connector.class": "FileSinkConnector", "topics": "numbers", "file": str(tmp_path / "o.txt")}
     )
-    runner = TaskRunner(
-        connectors=runtime.connectors,
-        runs=runtime.runs,
-        topics=runtime.topics,
-        registry=runtime.registry,
-        spark=lambda: spark,
-    )
+    runner = make_runner(runtime, spark)
     for _ in range(2):
         assert [runner.run("counter", t).rows for t in (0, 1)] == [5, 5]
 
@@ -67,13 +61,7 @@ def test_an_empty_dataframe_publishes_nothing_and_leaves_no_files(runtime: Runti
     (tmp_path / "plugins" / "empty_source.py").write_text(EMPTY_SOURCE)
     runtime.registry = PluginRegistry([tmp_path / "plugins"])
     runtime.create_connector("empty", {"connector.class": "EmptySource"})
-    runner = TaskRunner(
-        connectors=runtime.connectors,
-        runs=runtime.runs,
-        topics=runtime.topics,
-        registry=runtime.registry,
-        spark=lambda: spark,
-    )
+    runner = make_runner(runtime, spark)
     result = runner.run("empty", 0)
     assert (result.state, result.rows, result.segments) == ("SUCCEEDED", 0, 0)
     assert runtime.topics.all_segments(["numbers"]) == []
