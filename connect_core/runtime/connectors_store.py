@@ -207,12 +207,13 @@ class ConnectorStore:
                 tasks=tuple(TaskStatus(t.task_id, t.state, t.trace, t.worker_id, t.last_run_id) for t in tasks),
             )
 
-    def last_runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
-        """The most recent task runs of a connector, newest first."""
+    def last_runs(self, name: str, limit: int = 10, task_id: int | None = None) -> list[dict[str, Any]]:
+        """The most recent task runs of a connector (or of one of its tasks), newest first."""
+        query = select(TaskRunRow).where(TaskRunRow.connector == name)
+        if task_id is not None:
+            query = query.where(TaskRunRow.task_id == task_id)
         with self._sessions() as s:
-            rows = s.scalars(
-                select(TaskRunRow).where(TaskRunRow.connector == name).order_by(TaskRunRow.id.desc()).limit(limit)
-            ).all()
+            rows = s.scalars(query.order_by(TaskRunRow.id.desc()).limit(limit)).all()
             return [
                 {
                     "run_id": r.id,

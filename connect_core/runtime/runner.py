@@ -207,12 +207,7 @@ class TaskRunner:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
         model = plugin_cls.config_model.model_validate(lease.connector_config)
         topics = model.topics if isinstance(model, SinkConnectorConfig) else []
-        return {
-            TopicPartition(topic, p)
-            for topic in topics
-            for p in range(self._topics.partitions(topic))
-            if p % lease.task_count == lease.task_id
-        }
+        return self._topics.owned_partitions(topics, lease.task_id, lease.task_count)
 
     # -- housekeeping -------------------------------------------------------
 

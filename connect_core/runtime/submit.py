@@ -15,7 +15,16 @@ from typing import Any
 
 from connect_core.runtime.settings import Settings
 
-__all__ = ["RESULT_PREFIX", "SubmitResult", "spark_submit_command", "submit_task"]
+__all__ = [
+    "RESULT_PREFIX",
+    "RUNNER_MAIN",
+    "SubmitResult",
+    "runner_args",
+    "runner_env",
+    "spark_conf",
+    "spark_submit_command",
+    "submit_task",
+]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +54,39 @@ def _spark_submit(settings: Settings) -> str:
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
 
 
+def spark_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Spark settings of every runner: no UI, UTC, and a driver bound to loopback unless overridden."""
+    return {
+        "spark.ui.enabled": "false",
+        "spark.log.level": "WARN",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        **(conf or {}),
+    }
+
+
+def runner_args(connector: str, task_id: int) -> list[str]:
+    return ["--connector", connector, "--task", str(task_id)]
+
+
+def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
+    """What the runner needs from its parent. The database URL goes by environment, never on
+    the command line, so it does not show in `ps` or logs."""
+    return {
+        "CONNECT_DATABASE_URL": database_url,
+        "CONNECT_HOME": str(settings.home),
+        "CONNECT_TOPICS_PATH": settings.topics_base,
+        "CONNECT_PLUGIN_PATH": settings.plugin_path,
+        "CONNECT_LEASE_SECONDS": str(settings.lease_seconds),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        # spark-submit is found on the child's PATH: put pyspark's own first.
+        "PATH": f"{Path(_spark_submit(settings)).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
 def spark_submit_command(
     settings: Settings,
     connector: str,
@@ -53,24 +95,11 @@ def spark_submit_command(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
 ) -> list[str]:
-    spark_conf = {
-        "spark.ui.enabled": "false",
-        "spark.log.level": "WARN",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        **(conf or {}),
-    }
-    cmd = [
-        _spark_submit(settings),
-        "--master",
-        master or settings.spark_master,
-        "--name",
-        f"connect:{connector}:task-{task_id}",
-    ]
-    for key, value in spark_conf.items():
+    cmd = [_spark_submit(settings), "--master", master or settings.spark_master]
+    cmd += ["--name", f"connect:{connector}:task-{task_id}"]
+    for key, value in spark_conf(conf).items():
         cmd += ["--conf", f"{key}={value}"]
-    return [*cmd, str(RUNNER_MAIN), "--connector", connector, "--task", str(task_id)]
+    return [*cmd, str(RUNNER_MAIN), *runner_args(connector, task_id)]
 
 
 def submit_task(
@@ -83,20 +112,8 @@ def submit_task(
     extra_env: Mapping[str, str] | None = None,
     timeout: float | None = None,
 ) -> SubmitResult:
-    """spark-submit one run of the task and wait for it. The database URL goes by
-    environment, never on the command line, so it does not show in `ps` or logs."""
-    env = {
-        **os.environ,
-        "CONNECT_DATABASE_URL": database_url,
-        "CONNECT_HOME": str(settings.home),
-        "CONNECT_TOPICS_PATH": settings.topics_base,
-        "CONNECT_PLUGIN_PATH": settings.plugin_path,
-        "CONNECT_LEASE_SECONDS": str(settings.lease_seconds),
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        **(extra_env or {}),
-    }
+    """spark-submit one run of the task and wait for it."""
+    env = {**os.environ, **runner_env(settings, database_url), **(extra_env or {})}
     cmd = spark_submit_command(settings, connector, task_id, master=master)
     log.info("spark-submit of `%s-%s`: %s", connector, task_id, " ".join(cmd))
     started = time.monotonic()

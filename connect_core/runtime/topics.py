@@ -108,6 +108,15 @@ class TopicStore:
             rows_taken += seg.row_count
         return taken
 
+    def owned_partitions(self, topics: Iterable[str], task_id: int, task_count: int) -> set[TopicPartition]:
+        """The partitions a sink task reads: partition p of every topic belongs to task p mod task-count."""
+        return {
+            TopicPartition(topic, p)
+            for topic in topics
+            for p in range(self.partitions(topic))
+            if p % task_count == task_id
+        }
+
     def append_segment(
         self, s: Session, *, topic: str, partition: int, row_count: int, path: str, run_id: int
     ) -> Segment:

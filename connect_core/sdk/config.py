@@ -49,11 +49,28 @@ class ConnectorConfig(BaseModel):
         le=1024,
         description="Upper bound on the number of tasks the connector is split into.",
     )
+    schedule: str | None = Field(
+        default="@hourly",
+        description=(
+            "When the connector's DAG runs: a cron expression, an Airflow preset (`@hourly`), "
+            "`@continuous`, or `none` for runs triggered only by hand or REST. For a sink this is an "
+            "extra schedule on top of running whenever its topics get new data (default: none for sinks)."
+        ),
+    )
+    retries: int = Field(default=1, ge=0, le=100, description="Retries of a failed task run (Airflow task retries).")
+    retry_delay_seconds: int = Field(
+        default=60, alias="retry.delay.seconds", ge=0, description="Wait before retrying a failed task run."
+    )
+    owner: str = Field(default="connect", min_length=1, description="Owner shown on the connector's DAG.")
 
 
 class SinkConnectorConfig(ConnectorConfig):
     """Settings every sink connector has: the topics it consumes."""
 
+    schedule: str | None = Field(
+        default=None,
+        description="Extra cron/preset schedule of the sink's DAG; it also runs whenever its topics get new data.",
+    )
     topics: TopicList = Field(
         validation_alias=AliasChoices("connect.topicnames", "topics"),
         min_length=1,

@@ -119,6 +119,14 @@ class SourceConnector(Connector[ConfigT]):
     connector_type: ClassVar[ConnectorType] = "source"
     task_class: ClassVar[type[SourceTask]]
 
+    def output_topics(self, config: ConfigT) -> list[str]:
+        """Topics the connector writes, when known from its config (they become the DAG's Assets).
+
+        The default reads a `topic` field; connectors that write several override it.
+        """
+        topic = getattr(config, "topic", None)
+        return [topic] if isinstance(topic, str) else []
+
 
 class SinkConnector(Connector[ConfigT]):
     connector_type: ClassVar[ConnectorType] = "sink"

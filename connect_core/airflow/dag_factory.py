@@ -1,0 +1,184 @@
+"""Compile every registered connector into an Airflow DAG `connect__<name>`.
+
+One metadata query per parse (every connector with its task count); when
+Airflow runs a task it sets the parsing context, and only that connector's
+DAG is built. Sources run on their `schedule` and declare their topics as
+Asset outlets; sinks are scheduled by those Assets (plus an optional cron), so
+a sink runs when new data lands.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Asset, AssetAny, AssetOrTimeSchedule, CronTriggerTimetable, get_parsing_context
+from sqlalchemy import Engine, func, select
+
+from connect_core.airflow.operator import ConnectTaskOperator
+from connect_core.runtime.db import database_url, make_engine
+from connect_core.runtime.models import ConnectorRow, TaskConfigRow
+from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.secrets import mask_config
+from connect_core.runtime.settings import Settings
+from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig
+
+__all__ = ["DAG_PREFIX", "build_dags", "dag_id_for", "topic_asset"]
+
+log = logging.getLogger(__name__)
+
+DAG_PREFIX = "connect__"
+START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
+_DAG_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def dag_id_for(connector: str) -> str:
+    return DAG_PREFIX + _DAG_ID_UNSAFE.sub("_", connector)
+
+
+def topic_asset(topic: str) -> Asset:
+    """The Airflow Asset of a topic: source tasks emit it, sink DAGs are scheduled on it."""
+    return Asset(name=f"connect.topic.{topic}", uri=f"connect://topics/{topic}", group="connect")
+
+
+def build_dags(settings: Settings | None = None, engine: Engine | None = None) -> dict[str, DAG]:
+    """Every connector's DAG by dag id (only the one being run, inside a task)."""
+    settings = settings or Settings()
+    own_engine = engine is None
+    engine = engine or make_engine(database_url(settings))
+    wanted = get_parsing_context().dag_id
+    try:
+        rows = _connectors(engine, only=wanted)
+    finally:
+        if own_engine:
+            engine.dispose()
+    registry = PluginRegistry(settings.plugin_dirs())
+    dags: dict[str, DAG] = {}
+    for row in rows:
+        name, connector_class, type_, config, target_state, task_count = row
+        try:
+            plugin_cls: Any = registry.resolve(connector_class).cls
+            model = plugin_cls.config_model.model_validate(config)
+            outputs = plugin_cls().output_topics(model) if type_ == "source" else []
+        except Exception:  # one broken connector must not hide the others
+            log.exception("connector `%s` could not be compiled to a DAG", name)
+            continue
+        dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs)
+        dags[dag.dag_id] = dag
+    return dags
+
+
+def _connectors(engine: Engine, only: str | None) -> list[Any]:
+    tasks = select(TaskConfigRow.connector, func.count().label("n")).group_by(TaskConfigRow.connector).subquery()
+    query = select(
+        ConnectorRow.name,
+        ConnectorRow.connector_class,
+        ConnectorRow.type,
+        ConnectorRow.config,
+        ConnectorRow.target_state,
+        func.coalesce(tasks.c.n, 0),
+    ).outerjoin(tasks, tasks.c.connector == ConnectorRow.name)
+    with engine.connect() as conn:
+        if only is not None:
+            # Inside a task: read just that connector (names with unsafe characters: filter after).
+            exact = conn.execute(query.where(ConnectorRow.name == only.removeprefix(DAG_PREFIX))).all()
+            if exact:
+                return list(exact)
+        rows = list(conn.execute(query.order_by(ConnectorRow.name)).all())
+    return [r for r in rows if only is None or dag_id_for(r[0]) == only]
+
+
+def _dag(
+    name: str,
+    connector_class: str,
+    type_: str,
+    config: dict[str, Any],
+    model: ConnectorConfig,
+    target_state: str,
+    task_count: int,
+    outputs: list[str],
+) -> DAG:
+    dag = DAG(
+        dag_id=dag_id_for(name),
+        schedule=None if target_state == "STOPPED" else _schedule(type_, model),
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        is_paused_upon_creation=target_state == "PAUSED",
+        tags=["connect", type_, connector_class],
+        doc_md=_doc(name, connector_class, type_, config, target_state, task_count, outputs),
+        default_args={
+            "owner": model.owner,
+            "retries": model.retries,
+            "retry_delay": timedelta(seconds=model.retry_delay_seconds),
+        },
+    )
+    outlets = [topic_asset(t) for t in outputs]
+    for task_id in range(task_count):
+        ConnectTaskOperator(
+            task_id=f"task_{task_id}",
+            connector=name,
+            connect_task_id=task_id,
+            outlets=outlets,
+            dag=dag,
+        )
+    return dag
+
+
+def _schedule(type_: str, model: ConnectorConfig) -> Any:
+    time_schedule = _time_schedule(model.schedule)
+    if type_ != "sink" or not isinstance(model, SinkConnectorConfig):
+        return time_schedule
+    assets = AssetAny(*[topic_asset(t) for t in model.topics])
+    if time_schedule is None:
+        return assets
+    if not isinstance(time_schedule, str) or time_schedule == "@continuous":
+        raise ValueError("a sink's extra `schedule` must be a cron expression or preset")
+    return AssetOrTimeSchedule(timetable=CronTriggerTimetable(_cron(time_schedule), timezone="UTC"), assets=assets)
+
+
+_PRESETS = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@midnight": "0 0 * * *",
+}
+
+
+def _time_schedule(value: str | None) -> str | None:
+    if value is None or value.strip().lower() in ("", "none", "null", "@once_manual"):
+        return None
+    return value.strip()
+
+
+def _cron(value: str) -> str:
+    return _PRESETS.get(value, value)
+
+
+def _doc(
+    name: str,
+    connector_class: str,
+    type_: str,
+    config: dict[str, Any],
+    target_state: str,
+    task_count: int,
+    outputs: list[str],
+) -> str:
+    shown = json.dumps(mask_config(config), indent=2, sort_keys=True)
+    lines = [
+        f"### Connect {type_} connector `{name}`",
+        "",
+        f"* plugin: `{connector_class}`",
+        f"* target state: **{target_state}**",
+        f"* tasks: {task_count} (one spark-submit run each)",
+    ]
+    if outputs:
+        lines.append("* writes topics: " + ", ".join(f"`{t}`" for t in outputs))
+    lines += ["", "Config (secrets masked):", "", "```json", shown, "```"]
+    return "\n".join(lines)

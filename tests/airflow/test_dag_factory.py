@@ -1,0 +1,94 @@
+"""Each connector compiles to a DAG: ids, schedules, Assets, tags, docs, target states."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from airflow.sdk import Asset
+
+from connect_core.airflow.dag_factory import build_dags, topic_asset
+from connect_core.runtime.context import Runtime
+from tests.conftest import file_pair
+
+
+def _dags(runtime: Runtime):  # type: ignore[no-untyped-def]
+    return build_dags(runtime.settings, runtime.engine)
+
+
+def test_file_pair_compiles_to_two_dags(runtime: Runtime, tmp_path: Path) -> None:
+    file_pair(runtime, tmp_path)
+    dags = _dags(runtime)
+    assert set(dags) == {"connect__fileSourceConnector", "connect__fileSinkConnector"}
+
+    source = dags["connect__fileSourceConnector"]
+    assert source.max_active_runs == 1 and not source.catchup
+    assert set(source.tags) == {"connect", "source", "FileSourceConnector"}
+    assert source.timetable.expression == "0 * * * *"
+    (task,) = source.tasks
+    assert task.task_id == "task_0"
+    assert task.outlets == [topic_asset("fileTopic")]
+    assert task.retries == 1
+
+    sink = dags["connect__fileSinkConnector"]
+    assert "fileTopic" in str(sink.timetable.asset_condition)
+    assert sink.tasks[0].outlets == []
+
+
+def test_sink_with_cron_runs_on_assets_or_time(runtime: Runtime, tmp_path: Path) -> None:
+    runtime.create_connector(
+        "sink2",
+        {
+            "connector.class": "FileSinkConnector",
+            "topics": "a,b",
+            "file": str(tmp_path / "o"),
+            "schedule": "@daily",
+            "retries": 4,
+            "owner": "data-team",
+        },
+    )
+    dag = _dags(runtime)["connect__sink2"]
+    assert type(dag.timetable).__name__ == "AssetOrTimeSchedule"
+    assert {a.name for a in dag.timetable.asset_condition.objects} == {"connect.topic.a", "connect.topic.b"}
+    assert dag.tasks[0].retries == 4 and dag.tasks[0].owner == "data-team"
+
+
+def test_doc_md_masks_secrets(runtime: Runtime, tmp_path: Path) -> None:
+    runtime.create_connector(
+        "src",
+        {
+            "connector.class": "FileSourceConnector",
+            "file": str(tmp_path / "i"),
+            "topic": "t",
+            "api.token": "tok-123456",
+        },
+    )
+    doc = _dags(runtime)["connect__src"].doc_md
+    assert "tok-123456" not in doc and "********" in doc and "`t`" in doc
+
+
+@pytest.mark.parametrize(("state", "paused", "scheduled"), [("PAUSED", True, True), ("STOPPED", False, False)])
+def test_target_state_maps_to_the_dag(
+    runtime: Runtime, tmp_path: Path, state: str, paused: bool, scheduled: bool
+) -> None:
+    file_pair(runtime, tmp_path)
+    runtime.connectors.set_target_state("fileSourceConnector", state)
+    dag = _dags(runtime)["connect__fileSourceConnector"]
+    assert dag.is_paused_upon_creation is paused
+    assert (type(dag.timetable).__name__ != "NullTimetable") is scheduled
+
+
+def test_deleted_connector_has_no_dag(runtime: Runtime, tmp_path: Path) -> None:
+    file_pair(runtime, tmp_path)
+    runtime.connectors.delete("fileSinkConnector")
+    assert set(_dags(runtime)) == {"connect__fileSourceConnector"}
+
+
+def test_inside_a_task_only_its_dag_is_built(runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    file_pair(runtime, tmp_path)
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "connect__fileSinkConnector")
+    assert set(_dags(runtime)) == {"connect__fileSinkConnector"}
+
+
+def test_topic_asset_identity() -> None:
+    assert topic_asset("x") == Asset(name="connect.topic.x", uri="connect://topics/x", group="connect")
