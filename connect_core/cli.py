@@ -23,6 +23,8 @@ __all__ = ["app", "main"]
 app = typer.Typer(help="A Connect runtime on Spark and Postgres.", no_args_is_help=True, add_completion=False)
 db_app = typer.Typer(help="The metadata schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+airflow_app = typer.Typer(help="The local Airflow platform.", no_args_is_help=True)
+app.add_typer(airflow_app, name="airflow")
 
 out = Console()
 err = Console(stderr=True)
@@ -251,6 +253,29 @@ def db_downgrade(revision: str) -> None:
     with _runtime(upgrade=False) as rt:
         migrate.downgrade(rt.engine, revision)
         out.print(f"metadata schema at {revision}")
+
+
+@airflow_app.command("up")
+def airflow_up(
+    port: Annotated[int, typer.Option(help="Port of the Airflow UI and API (bound to 127.0.0.1)")] = 8080,
+    airflow_db: Annotated[
+        str, typer.Option(help="Database for Airflow's own metadata, on the same server")
+    ] = "airflow",
+) -> None:
+    """Start Airflow (api-server, scheduler, dag-processor, triggerer) with Connect's DAGs and plugin."""
+    from connect_core.platform import airflow_environment, run_platform
+
+    with _runtime() as rt:
+        platform = airflow_environment(rt.settings, rt.database_url, port=port, airflow_db=airflow_db)
+
+        def ready(p: Any) -> None:
+            out.print(
+                f"Airflow UI: [bold]{p.url}[/bold]   user: [bold]{p.username}[/bold]   password: [bold]{p.password}[/bold]"
+            )
+            out.print(f"Connect view: {p.url}/connect-ui/   logs: {p.env['AIRFLOW_HOME']}/logs   (Ctrl-C stops)")
+
+        code = run_platform(platform, on_ready=ready)
+    raise typer.Exit(code)
 
 
 def main() -> None:

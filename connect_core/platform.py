@@ -1,0 +1,160 @@
+"""`connect airflow up`: a local Airflow (api-server, scheduler, dag-processor, triggerer) for Connect.
+
+It runs on the same Postgres as the Connect metadata (the embedded one by
+default, or CONNECT_DATABASE_URL's server), in a database of its own, with
+this project's `dags/` and `plugins/`. Airflow settings that must agree
+between processes (the JWT secret, the execution API address) are generated
+once and kept under `$CONNECT_HOME/airflow`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg2
+from sqlalchemy.engine import make_url
+
+from connect_core.runtime.settings import Settings
+
+__all__ = ["AIRFLOW_COMPONENTS", "Platform", "airflow_environment"]
+
+ROOT = Path(__file__).resolve().parents[1]
+AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+ADMIN_USER = "admin"
+
+
+@dataclass(frozen=True)
+class Platform:
+    url: str
+    username: str
+    password: str
+    env: dict[str, str]
+
+
+def _ensure_database(server_url: str, name: str) -> str:
+    """Create database `name` on the server of `server_url` if missing; its SQLAlchemy URL."""
+    url = make_url(server_url)
+    admin = psycopg2.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+        if cur.fetchone() is None:
+            cur.execute(f'CREATE DATABASE "{name}"')
+    admin.close()
+    return url.set(drivername="postgresql+psycopg2", database=name).render_as_string(hide_password=False)
+
+
+def _secret(home: Path, name: str) -> str:
+    path = home / name
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def airflow_environment(settings: Settings, connect_url: str, *, port: int, airflow_db: str) -> Platform:
+    """The environment every Airflow process of the platform runs with."""
+    home = settings.home / "airflow"
+    home.mkdir(parents=True, exist_ok=True)
+    password = _secret(home, "admin-password")
+    passwords_file = home / "simple_auth_manager_passwords.json"
+    passwords_file.write_text(json.dumps({ADMIN_USER: password}))
+    passwords_file.chmod(0o600)
+    base = f"http://127.0.0.1:{port}"
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": _ensure_database(connect_url, airflow_db),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN_USER}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": base,
+        "AIRFLOW__API_AUTH__JWT_SECRET": _secret(home, "jwt-secret"),
+        "AIRFLOW__API__SECRET_KEY": _secret(home, "api-secret-key"),
+        # New connectors should show up within seconds; parsing our DAG file is one query.
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        "CONNECT_DATABASE_URL": connect_url,
+        "CONNECT_HOME": str(settings.home),
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    return Platform(url=base, username=ADMIN_USER, password=password, env=env)
+
+
+def run_platform(platform: Platform, *, on_ready: Callable[[Platform], None], timeout: float = 180.0) -> int:
+    """Migrate Airflow's database, start its four components, wait until the API answers, then block."""
+    env = {**os.environ, **platform.env}
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    logs = Path(platform.env["AIRFLOW_HOME"]) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    subprocess.run([airflow, "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
+    procs = [
+        subprocess.Popen(
+            [airflow, component],
+            env=env,
+            stdout=(logs / f"{component}.log").open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        for component in AIRFLOW_COMPONENTS
+    ]
+
+    def stop(*_: object) -> None:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def on_sigterm(*_: object) -> None:
+        stop()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        _wait_healthy(platform.url, procs, timeout)
+        on_ready(platform)
+        while all(p.poll() is None for p in procs):
+            time.sleep(1)
+        failed = [c for c, p in zip(AIRFLOW_COMPONENTS, procs, strict=True) if p.poll() is not None]
+        print(f"airflow {', '.join(failed)} exited; see {logs}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stop()
+
+
+def _wait_healthy(base: str, procs: list[subprocess.Popen[bytes]], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in procs):
+            raise RuntimeError("an Airflow component exited during start-up; see $CONNECT_HOME/airflow/logs")
+        try:
+            with urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(1)
+    raise TimeoutError(f"Airflow's API did not answer at {base} within {timeout:.0f} s")
