@@ -175,6 +175,45 @@ def delete(name: str) -> None:
         out.print(f"deleted connector [bold]{name}[/bold]")
 
 
+def _set_state(name: str, state: str) -> None:
+    with _runtime() as rt:
+        warning = rt.set_target_state(name, state)
+        out.print(f"connector [bold]{name}[/bold] is {state}")
+        if warning:
+            err.print(f"warning: its DAG was not updated: {warning}", highlight=False)
+
+
+@app.command()
+def pause(name: str) -> None:
+    """Pause a connector: its DAG is paused and its tasks do not run."""
+    _set_state(name, "PAUSED")
+
+
+@app.command()
+def resume(name: str) -> None:
+    """Resume a paused or stopped connector."""
+    _set_state(name, "RUNNING")
+
+
+@app.command()
+def stop(name: str) -> None:
+    """Stop a connector: its DAG loses its schedule and its tasks skip; config and offsets stay."""
+    _set_state(name, "STOPPED")
+
+
+@app.command()
+def trigger(name: str) -> None:
+    """Start a run of the connector's DAG in Airflow now (needs `connect airflow up` or CONNECT_AIRFLOW_URL)."""
+    from connect_core.runtime.airflow_client import AirflowClient
+
+    with _runtime() as rt:
+        rt.connectors.get(name)
+        client = AirflowClient.from_settings(rt.settings)
+        if client is None:
+            raise ConfigError("no Airflow configured: run `connect airflow up` or set CONNECT_AIRFLOW_URL")
+        out.print(f"triggered DAG run [bold]{client.trigger(name)}[/bold] of {name}")
+
+
 @app.command()
 def plugins(output: OutputOpt = "table") -> None:
     """List the connector plugins found (entry points and CONNECT_PLUGIN_PATH)."""

@@ -71,6 +71,10 @@ def airflow_environment(settings: Settings, connect_url: str, *, port: int, airf
     passwords_file.write_text(json.dumps({ADMIN_USER: password}))
     passwords_file.chmod(0o600)
     base = f"http://127.0.0.1:{port}"
+    # Lets `connect pause/resume/trigger` in another shell find this Airflow.
+    api_file = home / "api.json"
+    api_file.write_text(json.dumps({"url": base, "username": ADMIN_USER, "password": password}))
+    api_file.chmod(0o600)
     env = {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": _ensure_database(connect_url, airflow_db),

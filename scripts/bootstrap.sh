@@ -9,6 +9,16 @@ PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 command -v java >/dev/null 2>&1 || { echo "bootstrap: Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
 
+# The UI test drives a real browser: Debian's chromium (Playwright's own download is not used).
+if [ "${CONNECT_SKIP_CHROMIUM:-0}" != 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing chromium (apt) for the UI test"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "bootstrap: chromium is missing; install Debian's chromium package for the UI test" >&2
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip

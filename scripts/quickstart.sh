@@ -4,7 +4,7 @@
 # appends new lines to the source file and copies only those.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/scripts/bootstrap.sh"
+CONNECT_SKIP_CHROMIUM=1 bash "$root/scripts/bootstrap.sh"  # the main job needs no browser
 export PATH="$root/.venv/bin:$PATH"
 export CONNECT_HOME="${CONNECT_HOME:-$root/.connect}"
 export SPARK_LOCAL_IP=127.0.0.1

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +18,7 @@ from airflow.sdk import DAG, Asset, AssetAny, AssetOrTimeSchedule, CronTriggerTi
 from sqlalchemy import Engine, func, select
 
 from connect_core.airflow.operator import ConnectTaskOperator
+from connect_core.runtime.airflow_client import DAG_PREFIX, dag_id_for
 from connect_core.runtime.db import database_url, make_engine
 from connect_core.runtime.models import ConnectorRow, TaskConfigRow
 from connect_core.runtime.plugins import PluginRegistry
@@ -30,13 +30,7 @@ __all__ = ["DAG_PREFIX", "build_dags", "dag_id_for", "topic_asset"]
 
 log = logging.getLogger(__name__)
 
-DAG_PREFIX = "connect__"
 START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
-_DAG_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-def dag_id_for(connector: str) -> str:
-    return DAG_PREFIX + _DAG_ID_UNSAFE.sub("_", connector)
 
 
 def topic_asset(topic: str) -> Asset:

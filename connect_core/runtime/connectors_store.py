@@ -222,6 +222,7 @@ class ConnectorStore:
                     "state": r.state,
                     "started_at": _iso(r.started_at),
                     "finished_at": _iso(r.finished_at),
+                    "duration_s": round((r.finished_at - r.started_at).total_seconds(), 3) if r.finished_at else None,
                     "stats": r.stats,
                     "error": r.error,
                 }

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from connect_core.runtime import migrate
+from connect_core.runtime.airflow_client import AirflowClient
 from connect_core.runtime.connectors_store import ConnectorInfo, ConnectorStore
 from connect_core.runtime.db import database_url, make_engine, masked_url
 from connect_core.runtime.plugins import PluginRegistry
@@ -78,6 +79,23 @@ class Runtime:
             "config": validated.config,
             "task_configs": validated.task_configs,
         }
+
+    def set_target_state(self, name: str, state: str) -> str | None:
+        """Pause, resume or stop a connector; its DAG follows when Airflow is reachable.
+
+        Returns a warning when the DAG could not be updated (the connector's state
+        is changed regardless: its tasks check it before running).
+        """
+        self.connectors.set_target_state(name, state)
+        client = AirflowClient.from_settings(self.settings)
+        if client is None or state == "STOPPED":  # STOPPED: the DAG loses its schedule at the next parse
+            return None
+        try:
+            client.set_paused(name, state == "PAUSED")
+        except RetriableError as exc:
+            log.warning("connector `%s` is %s, but its DAG was not updated: %s", name, state, exc)
+            return str(exc)
+        return None
 
     def close(self) -> None:
         self.engine.dispose()

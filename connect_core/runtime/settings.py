@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(
         default=60.0, gt=0, description="A task run's lease; a run silent this long can be taken over."
     )
+    airflow_url: str | None = Field(default=None, description="Airflow's base URL, to pause DAGs and trigger runs.")
+    airflow_username: str = Field(default="admin", description="Airflow user for its REST API.")
+    airflow_password: SecretStr | None = Field(default=None, description="Password of `airflow_username`.")
     worker_id: str = Field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
 
     @property

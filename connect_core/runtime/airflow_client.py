@@ -1,0 +1,98 @@
+"""Talking to Airflow's REST API v2 (no Airflow import): pause/unpause a connector's DAG, trigger a run.
+
+Configured by CONNECT_AIRFLOW_URL / CONNECT_AIRFLOW_USERNAME / CONNECT_AIRFLOW_PASSWORD,
+or by the file `connect airflow up` leaves in `$CONNECT_HOME/airflow/api.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from connect_core.runtime.settings import Settings
+from connect_core.sdk.errors import RetriableError
+
+__all__ = ["DAG_PREFIX", "AirflowClient", "dag_id_for"]
+
+log = logging.getLogger(__name__)
+
+DAG_PREFIX = "connect__"
+_DAG_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def dag_id_for(connector: str) -> str:
+    """The id of a connector's DAG (characters Airflow does not allow become `_`)."""
+    return DAG_PREFIX + _DAG_ID_UNSAFE.sub("_", connector)
+
+
+@dataclass
+class AirflowClient:
+    url: str
+    username: str
+    password: str
+    timeout: float = 10.0
+    _token: str | None = None
+    _token_at: float = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AirflowClient | None:
+        if settings.airflow_url:
+            return cls(
+                settings.airflow_url.rstrip("/"),
+                settings.airflow_username,
+                settings.airflow_password.get_secret_value() if settings.airflow_password else "",
+            )
+        api_file = settings.home / "airflow" / "api.json"
+        if api_file.exists():
+            data = json.loads(api_file.read_text())
+            return cls(data["url"], data["username"], data["password"])
+        return None
+
+    def _headers(self) -> dict[str, str]:
+        if self._token is None or time.monotonic() - self._token_at > 600:
+            resp = httpx.post(
+                f"{self.url}/auth/token",
+                json={"username": self.username, "password": self.password},
+                timeout=self.timeout,
+            )
+            if resp.status_code >= 300:
+                raise RetriableError(
+                    f"Airflow at `{self.url}` refused a token for `{self.username}`: {resp.status_code}"
+                )
+            self._token, self._token_at = resp.json()["access_token"], time.monotonic()
+        return {"Authorization": f"Bearer {self._token}"}
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            resp = httpx.request(
+                method, f"{self.url}/api/v2{path}", headers=self._headers(), timeout=self.timeout, **kwargs
+            )
+        except httpx.HTTPError as exc:
+            raise RetriableError(f"cannot reach Airflow at `{self.url}`: {exc}") from exc
+        if resp.status_code >= 300:
+            raise RetriableError(f"Airflow answered {resp.status_code} to {method} {path}: {resp.text[:300]}")
+        return resp
+
+    def set_paused(self, connector: str, paused: bool) -> None:
+        self._request("PATCH", f"/dags/{dag_id_for(connector)}", json={"is_paused": paused})
+
+    def trigger(self, connector: str, conf: dict[str, Any] | None = None) -> str:
+        """Start a run of the connector's DAG now; returns Airflow's dag_run_id."""
+        resp = self._request(
+            "POST", f"/dags/{dag_id_for(connector)}/dagRuns", json={"logical_date": None, "conf": conf or {}}
+        )
+        return str(resp.json()["dag_run_id"])
+
+    def dag(self, connector: str) -> dict[str, Any] | None:
+        try:
+            return dict(self._request("GET", f"/dags/{dag_id_for(connector)}").json())
+        except RetriableError as exc:
+            if " 404 " in str(exc):
+                return None
+            raise

@@ -1,0 +1,193 @@
+"""The local platform for real: api-server, scheduler, dag-processor and triggerer started by the test.
+
+A connector registered in Connect appears as a DAG; a run triggered over Airflow's
+REST API v2 copies data, and its Asset event starts the sink DAG by itself; the
+Airflow UI (headless Chromium) shows the DAGs and the Connect view; pause,
+resume and delete reach the DAGs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from connect_core.runtime.context import Runtime
+from tests.conftest import _admin, file_pair
+
+pytestmark = pytest.mark.spark_submit
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "_artifacts"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+class Api:
+    def __init__(self, base: str, password: str) -> None:
+        token = httpx.post(f"{base}/auth/token", json={"username": "admin", "password": password}).json()
+        self.base, self.headers = base, {"Authorization": f"Bearer {token['access_token']}"}
+
+    def get(self, path: str) -> Any:
+        return httpx.get(f"{self.base}/api/v2{path}", headers=self.headers, timeout=10).json()
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        resp = httpx.post(f"{self.base}/api/v2{path}", headers=self.headers, json=body, timeout=10)
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    def dag_ids(self) -> set[str]:
+        return {d["dag_id"] for d in self.get("/dags?limit=100")["dags"]}
+
+    def runs(self, dag_id: str) -> list[dict[str, Any]]:
+        return list(self.get(f"/dags/{dag_id}/dagRuns")["dag_runs"])
+
+
+@pytest.fixture
+def platform(database_url: str, pg_server: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    port, airflow_db = _free_port(), f"airflow_platform_{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CONNECT_", "AIRFLOW"))}
+    env.update(CONNECT_DATABASE_URL=database_url, CONNECT_HOME=str(tmp_path / "home"), SPARK_LOCAL_IP="127.0.0.1")
+    log = (tmp_path / "platform.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "connect_core.cli", "airflow", "up", "--port", str(port), "--airflow-db", airflow_db],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait(
+            "the platform to print its address",
+            lambda: "Airflow UI" in (tmp_path / "platform.log").read_text() or proc.poll() is not None,
+            240,
+        )
+        assert proc.poll() is None, (tmp_path / "platform.log").read_text()
+        yield f"http://127.0.0.1:{port}", env
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        admin = _admin(pg_server)
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{airflow_db}" WITH (FORCE)')
+        admin.close()
+
+
+def _cli(env: dict[str, str], *args: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "connect_core.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+
+
+def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runtime, tmp_path: Path) -> None:
+    base, env = platform
+    password = (Path(env["CONNECT_HOME"]) / "airflow" / "admin-password").read_text().strip()
+    api = Api(base, password)
+
+    registered = time.monotonic()
+    source, sink = file_pair(runtime, tmp_path)
+    _wait(
+        "both connector DAGs",
+        lambda: {"connect__fileSourceConnector", "connect__fileSinkConnector"} <= api.dag_ids(),
+        90,
+    )
+    print(f"DAGs appeared {time.monotonic() - registered:.1f} s after registering the connectors")
+
+    source.write_text("over rest 1\nover rest 2\n")
+    run = api.post("/dags/connect__fileSourceConnector/dagRuns", {"logical_date": None})
+    assert run["state"] == "queued"
+    _wait(
+        "the triggered source run",
+        lambda: any(
+            r["dag_run_id"] == run["dag_run_id"] and r["state"] == "success"
+            for r in api.runs("connect__fileSourceConnector")
+        ),
+        180,
+    )
+    sink_runs = _wait(
+        "an Asset-triggered sink run",
+        lambda: [
+            r
+            for r in api.runs("connect__fileSinkConnector")
+            if r["run_type"] == "asset_triggered" and r["state"] == "success"
+        ],
+        180,
+    )
+    assert sink_runs
+    assert sink.read_text() == "over rest 1\nover rest 2\n"
+
+    _check_ui(base, password)
+
+    _cli(env, "pause", "fileSourceConnector")
+    assert api.get("/dags/connect__fileSourceConnector")["is_paused"] is True
+    _cli(env, "resume", "fileSourceConnector")
+    assert api.get("/dags/connect__fileSourceConnector")["is_paused"] is False
+    _cli(env, "delete", "fileSinkConnector")
+    _wait("the deleted connector's DAG to go", lambda: "connect__fileSinkConnector" not in api.dag_ids(), 90)
+
+
+def _check_ui(base: str, password: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{base}/")
+        page.fill("input[name='username']", "admin")
+        page.fill("input[name='password']", password)
+        page.keyboard.press("Enter")
+        page.wait_for_url(lambda url: "login" not in url, timeout=30_000)
+        page.goto(f"{base}/dags")
+        page.get_by_text("connect__fileSourceConnector").first.wait_for(timeout=30_000)
+        assert "connect__fileSinkConnector" in page.content()
+        page.screenshot(path=str(ARTIFACTS / "airflow-dags.png"), full_page=True)
+
+        page.goto(f"{base}/plugin/connect")
+        frame = page.frame_locator("iframe").first
+        frame.get_by_text("Connect: 2 connector(s)").wait_for(timeout=30_000)
+        page.screenshot(path=str(ARTIFACTS / "airflow-connect-view.png"), full_page=True)
+        view = httpx.get(f"{base}/connect-ui/").text
+        assert "fileSourceConnector" in view and "SUCCEEDED" in view and "records" in view
+        browser.close()
