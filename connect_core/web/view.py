@@ -84,12 +84,13 @@ def _page(connectors: list[dict[str, Any]]) -> str:
                 parts.append(f"<p>task {t['id']} failed:</p><pre>{html.escape(t['trace'][-2000:])}</pre>")
         parts.append(
             "<table><tr><th>run</th><th>task</th><th>state</th><th>records</th><th>work s</th>"
-            "<th>started</th><th>finished</th></tr>"
+            "<th>duration s</th><th>started</th><th>finished</th></tr>"
         )
         for r in c["runs"]:
             parts.append(
                 f'<tr><td>{r["run_id"]}</td><td>{r["task"]}</td><td class="{r["state"]}">{r["state"]}</td>'
                 f"<td>{r['stats'].get('rows', '')}</td><td>{r['stats'].get('work_s', '')}</td>"
+                f"<td>{'' if r['duration_s'] is None else r['duration_s']}</td>"
                 f"<td>{_cell(r['started_at'] or '')}</td><td>{_cell(r['finished_at'] or '')}</td></tr>"
             )
         parts.append("</table>")

@@ -26,3 +26,4 @@ def test_view_lists_connectors_positions_and_runs(runtime: Runtime, runner: Task
 
     page = client.get("/").text
     assert "Connect: 2 connector(s)" in page and "connect__fileSourceConnector" in page
+    assert "<th>records</th>" in page and "<th>duration s</th>" in page
