@@ -116,6 +116,7 @@ def _dag(
             task_id=f"task_{task_id}",
             connector=name,
             connect_task_id=task_id,
+            precheck=model.precheck,
             outlets=outlets,
             dag=dag,
         )

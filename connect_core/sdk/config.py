@@ -62,6 +62,10 @@ class ConnectorConfig(BaseModel):
         default=60, alias="retry.delay.seconds", ge=0, description="Wait before retrying a failed task run."
     )
     owner: str = Field(default="connect", min_length=1, description="Owner shown on the connector's DAG.")
+    precheck: bool = Field(
+        default=True,
+        description="Before a run, ask the connector (without Spark) whether anything is new; skip the run if not.",
+    )
 
 
 class SinkConnectorConfig(ConnectorConfig):
