@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import DAG, Asset, AssetAny, AssetOrTimeSchedule, CronTriggerTimetable, get_parsing_context
+from airflow.sdk import (
+    DAG,
+    Asset,
+    AssetAny,
+    AssetOrTimeSchedule,
+    CronTriggerTimetable,
+    DeltaTriggerTimetable,
+    get_parsing_context,
+)
 from sqlalchemy import Engine, func, select
 
 from connect_core.airflow.operator import ConnectTaskOperator
@@ -130,8 +139,10 @@ def _schedule(type_: str, model: ConnectorConfig) -> Any:
     assets = AssetAny(*[topic_asset(t) for t in model.topics])
     if time_schedule is None:
         return assets
-    if not isinstance(time_schedule, str) or time_schedule == "@continuous":
-        raise ValueError("a sink's extra `schedule` must be a cron expression or preset")
+    if isinstance(time_schedule, timedelta):
+        return AssetOrTimeSchedule(timetable=DeltaTriggerTimetable(time_schedule), assets=assets)
+    if time_schedule == "@continuous":
+        raise ValueError("a sink runs on its topics' Assets; its extra `schedule` cannot be @continuous")
     return AssetOrTimeSchedule(timetable=CronTriggerTimetable(_cron(time_schedule), timezone="UTC"), assets=assets)
 
 
@@ -146,9 +157,17 @@ _PRESETS = {
 }
 
 
-def _time_schedule(value: str | None) -> str | None:
-    if value is None or value.strip().lower() in ("", "none", "null", "@once_manual"):
+_INTERVAL = re.compile(r"^(\d+)\s*([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def _time_schedule(value: str | None) -> str | timedelta | None:
+    """`none` → trigger-only; `30m`/`2h`/`90s`/`1d` → an interval; anything else is cron/preset/@continuous."""
+    if value is None or value.strip().lower() in ("", "none", "null"):
         return None
+    interval = _INTERVAL.match(value.strip())
+    if interval:
+        return timedelta(**{_UNITS[interval.group(2)]: int(interval.group(1))})
     return value.strip()
 
 

@@ -52,8 +52,8 @@ class ConnectorConfig(BaseModel):
     schedule: str | None = Field(
         default="@hourly",
         description=(
-            "When the connector's DAG runs: a cron expression, an Airflow preset (`@hourly`), "
-            "`@continuous`, or `none` for runs triggered only by hand or REST. For a sink this is an "
+            "When the connector's DAG runs: a cron expression, an Airflow preset (`@hourly`), an interval "
+            "(`30s`, `15m`, `2h`, `1d`), `@continuous`, or `none` for runs triggered only by hand or REST. For a sink this is an "
             "extra schedule on top of running whenever its topics get new data (default: none for sinks)."
         ),
     )

@@ -92,3 +92,26 @@ def test_inside_a_task_only_its_dag_is_built(runtime: Runtime, tmp_path: Path, m
 
 def test_topic_asset_identity() -> None:
     assert topic_asset("x") == Asset(name="connect.topic.x", uri="connect://topics/x", group="connect")
+
+
+@pytest.mark.parametrize(
+    ("schedule", "timetable"),
+    [
+        ("@continuous", "ContinuousTimetable"),
+        ("15m", "DeltaTriggerTimetable"),
+        ("none", "NullTimetable"),
+        ("*/5 * * * *", "CronTriggerTimetable"),
+    ],
+)
+def test_source_schedules(runtime: Runtime, tmp_path: Path, schedule: str, timetable: str) -> None:
+    runtime.create_connector(
+        "s", {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t", "schedule": schedule}
+    )
+    assert type(_dags(runtime)["connect__s"].timetable).__name__ == timetable
+
+
+def test_sink_interval_schedule(runtime: Runtime, tmp_path: Path) -> None:
+    runtime.create_connector(
+        "k", {"connector.class": "FileSinkConnector", "file": str(tmp_path / "o"), "topics": "t", "schedule": "2h"}
+    )
+    assert type(_dags(runtime)["connect__k"].timetable.timetable).__name__ == "DeltaTriggerTimetable"
