@@ -34,6 +34,7 @@ from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.secrets import mask_config
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig
+from connect_core.sdk.errors import ConfigError
 
 __all__ = ["DAG_PREFIX", "build_dags", "dag_id_for", "topic_asset"]
 
@@ -51,6 +52,12 @@ def build_dags(settings: Settings | None = None, engine: Engine | None = None) -
     """Every connector's DAG by dag id (only the one being run, inside a task)."""
     settings = settings or Settings()
     own_engine = engine is None
+    if engine is None and settings.embedded and not (settings.pgdata / "PG_VERSION").exists():
+        # Do not let every Airflow process start an empty embedded Postgres of its own.
+        raise ConfigError(
+            "set CONNECT_DATABASE_URL for Airflow (or start it with `connect airflow up`): "
+            f"no Connect metadata store at `{settings.pgdata}`"
+        )
     engine = engine or make_engine(database_url(settings))
     wanted = get_parsing_context().dag_id
     try:

@@ -115,3 +115,12 @@ def test_sink_interval_schedule(runtime: Runtime, tmp_path: Path) -> None:
         "k", {"connector.class": "FileSinkConnector", "file": str(tmp_path / "o"), "topics": "t", "schedule": "2h"}
     )
     assert type(_dags(runtime)["connect__k"].timetable.timetable).__name__ == "DeltaTriggerTimetable"
+
+
+def test_airflow_never_starts_an_empty_embedded_store(tmp_path: Path) -> None:
+    from connect_core.runtime.settings import Settings
+    from connect_core.sdk.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="CONNECT_DATABASE_URL"):
+        build_dags(Settings(home=tmp_path / "nothing-here"))
+    assert not (tmp_path / "nothing-here").exists()
