@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from connect_core.runtime.runner import TaskRunner
 from connect_core.runtime.settings import Settings
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+logging.getLogger("py4j").setLevel(logging.WARNING)  # its shutdown logs after pytest closed the streams
 
 #: The machine's Postgres; CONNECT_TEST_PG_URL overrides it.
 SERVER_URL = os.environ.get("CONNECT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
