@@ -274,6 +274,29 @@ def run(
             raise typer.Exit(1)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (RocketMQ Connect's 8082 by default)")] = 8082,
+) -> None:
+    """Serve the REST API (Kafka Connect's API and RocketMQ Connect's routes)."""
+    import uvicorn
+
+    from connect_core.rest.app import create_app
+    from connect_core.rest.auth import bearer_or_loopback
+    from connect_core.runtime.settings import Settings
+
+    settings = Settings()
+    with _runtime():  # migrate and check the store once, up front
+        pass
+    token = settings.rest_token.get_secret_value() if settings.rest_token else None
+    app = create_app(lambda: Runtime.open(settings, upgrade=False), auth=[bearer_or_loopback(token)])
+    out.print(
+        f"Connect REST API on http://{host}:{port} (OpenAPI: /docs); auth: {'bearer token' if token else 'loopback only'}"
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
 @db_app.command("upgrade")
 def db_upgrade(revision: str = "head") -> None:
     """Apply migrations up to REVISION (idempotent)."""

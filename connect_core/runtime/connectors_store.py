@@ -187,6 +187,68 @@ class ConnectorStore:
                 .values(state=state, trace=None, updated_at=func.now())
             )
 
+    def reset_task_states(self, name: str, task_ids: Sequence[int]) -> None:
+        """Clear the given tasks' FAILED state and trace (a restart): they run again when next scheduled."""
+        with self._sessions.begin() as s:
+            self._lock(s, name)
+            s.execute(
+                update(TaskStatusRow)
+                .where(TaskStatusRow.connector == name, TaskStatusRow.task_id.in_(list(task_ids)))
+                .values(state="UNASSIGNED", trace=None, updated_at=func.now())
+            )
+            s.execute(
+                update(ConnectorStatusRow)
+                .where(ConnectorStatusRow.connector == name, ConnectorStatusRow.state == "FAILED")
+                .values(state="RUNNING", trace=None, updated_at=func.now())
+            )
+
+    def alter_positions(
+        self, name: str, *, set_: Sequence[SourcePosition], remove: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Set or remove source positions (Kafka's PATCH offsets); fences running tasks."""
+        with self._sessions.begin() as s:
+            self._lock(s, name)
+            self._fence(s, name)
+            self.upsert_positions(s, name, set_)
+            keys = [partition_key(p) for p in remove]
+            if keys:
+                s.execute(
+                    delete(SourcePositionRow).where(
+                        SourcePositionRow.connector == name, SourcePositionRow.partition_key.in_(keys)
+                    )
+                )
+
+    def alter_sink_offsets(self, name: str, changes: Mapping[TopicPartition, int | None]) -> None:
+        """Set (or, with None, remove) sink offsets; fences running tasks."""
+        with self._sessions.begin() as s:
+            self._lock(s, name)
+            self._fence(s, name)
+            for tp, offset in sorted(changes.items()):
+                if offset is None:
+                    s.execute(
+                        delete(SinkOffsetRow).where(
+                            SinkOffsetRow.connector == name,
+                            SinkOffsetRow.topic == tp.topic,
+                            SinkOffsetRow.partition == tp.partition,
+                        )
+                    )
+                else:
+                    # A moved offset invalidates the sink's recovery metadata (it described another position).
+                    self.upsert_sink_offsets(s, name, {tp: offset}, {})
+
+    def reset_offsets(self, name: str) -> None:
+        """Forget every position and offset of the connector: its next run starts over."""
+        with self._sessions.begin() as s:
+            self._lock(s, name)
+            self._fence(s, name)
+            s.execute(delete(SourcePositionRow).where(SourcePositionRow.connector == name))
+            s.execute(delete(SinkOffsetRow).where(SinkOffsetRow.connector == name))
+
+    def _fence(self, s: Session, name: str) -> None:
+        s.execute(
+            update(TaskConfigRow).where(TaskConfigRow.connector == name).values(generation=TaskConfigRow.generation + 1)
+        )
+
     # -- status -------------------------------------------------------------
 
     def status(self, name: str) -> ConnectorStatus:

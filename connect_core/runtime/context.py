@@ -62,9 +62,9 @@ class Runtime:
             registry=PluginRegistry(settings.plugin_dirs()),
         )
 
-    def create_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
+    def create_connector(self, name: str, config: Mapping[str, Any], target_state: str = "RUNNING") -> ConnectorInfo:
         """Validate `config`, split it into tasks and store it (all or nothing)."""
-        return self.connectors.create(name, **self._validated(name, config))
+        return self.connectors.create(name, target_state=target_state, **self._validated(name, config))
 
     def update_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
         """Validate and replace the config; its tasks get new configs and a new generation."""

@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     airflow_url: str | None = Field(default=None, description="Airflow's base URL, to pause DAGs and trigger runs.")
     airflow_username: str = Field(default="admin", description="Airflow user for its REST API.")
     airflow_password: SecretStr | None = Field(default=None, description="Password of `airflow_username`.")
+    rest_token: SecretStr | None = Field(
+        default=None, description="Bearer token `connect serve` requires; unset: loopback clients only."
+    )
+    rest_url: str | None = Field(default=None, description="A REST API for the CLI to use instead of the database.")
     worker_id: str = Field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
 
     @property

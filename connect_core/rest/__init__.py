@@ -1,0 +1,1 @@
+"""The REST API: Kafka Connect and RocketMQ Connect dialects over one service."""

@@ -1,0 +1,49 @@
+"""The REST app: Kafka Connect's API and RocketMQ Connect's routes over one service.
+
+`create_app(runtime_factory, auth=…)` is served alone by `connect serve` and
+mounted under `/connect` in Airflow's api-server by the plugin. The runtime is
+opened at the first request, not at import (Airflow imports plugins early).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fastapi import Depends, FastAPI
+
+from connect_core import __version__
+from connect_core.rest import kafka, rocketmq
+from connect_core.rest.errors import install_error_handlers
+from connect_core.rest.service import ConnectService
+from connect_core.runtime.context import Runtime
+
+__all__ = ["create_app"]
+
+
+def create_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., Any]] = ()) -> FastAPI:
+    app = FastAPI(
+        title="Connect REST API",
+        version=__version__,
+        description="Kafka Connect's REST API and RocketMQ Connect's routes for connect-core.",
+        dependencies=[Depends(a) for a in auth],
+    )
+    lock = threading.Lock()
+    holder: dict[str, ConnectService] = {}
+
+    def connect_service() -> ConnectService:
+        if "svc" not in holder:
+            with lock:
+                if "svc" not in holder:
+                    holder["svc"] = ConnectService(runtime())
+        return holder["svc"]
+
+    app.state.connect_service = connect_service
+    install_error_handlers(app)
+    # RocketMQ's fixed paths (/connectors/list, /connectors/stop/all…) first, so Kafka's
+    # /connectors/{connector} does not swallow them.
+    app.include_router(rocketmq.router)
+    app.include_router(kafka.router)
+    app.include_router(rocketmq.prefixed_router, prefix="/rocketmq")
+    return app

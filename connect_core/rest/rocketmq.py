@@ -1,0 +1,244 @@
+"""RocketMQ Connect's routes (RestHandler, port 8082) with its envelope `{"status": 200, "body": …}`.
+
+Every route is served under `/rocketmq/…`. At the root, the routes whose path
+and method Kafka's API does not also use are served too, so RocketMQ's scripts
+and `rocketmq-connect-cli` work unchanged (`/getClusterInfo`, `/connectors/list`,
+`GET /connectors/{name}/stop`, `POST /connectors/{name}` …); where both APIs
+have the same GET path (`/connectors/{name}/config|status|tasks`), the root
+answers in Kafka's shape and `/rocketmq/…` in RocketMQ's.
+
+Deliberate differences from RocketMQ: `stop` keeps the connector's config and
+positions (RocketMQ deletes the config; here, as in Kafka, it is STOPPED and
+can be resumed); `/plugin/config` is implemented (RocketMQ's is a stub).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from connect_core.rest.deps import service
+from connect_core.rest.errors import status_of
+from connect_core.rest.service import WORKER_ID, ConnectService
+from connect_core.runtime.secrets import mask_config, mask_text
+from connect_core.sdk.errors import ConfigError, ConnectError
+
+__all__ = ["prefixed_router", "router"]
+
+router = APIRouter(tags=["RocketMQ Connect"])
+prefixed_router = APIRouter(tags=["RocketMQ Connect"])
+Svc = Annotated[ConnectService, Depends(service)]
+
+
+def _route(method: str, path: str, *, root: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register on `/rocketmq` and (unless Kafka owns the path) at the root; wrap in the envelope."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **kwargs: Any) -> JSONResponse:
+            try:
+                if inspect.iscoroutinefunction(fn):
+                    body = await fn(*args, **kwargs)
+                else:  # blocking store calls: off the event loop
+                    body = await run_in_threadpool(fn, *args, **kwargs)
+            except ConnectError as exc:
+                code = status_of(exc)
+                return JSONResponse(status_code=code, content={"status": code, "body": mask_text(str(exc))})
+            return JSONResponse(content={"status": 200, "body": body})
+
+        routers = [router, prefixed_router] if root else [prefixed_router]
+        for r in routers:
+            r.add_api_route(path, wrapper, methods=[method], summary=(fn.__doc__ or "").strip().split("\n")[0])
+        return fn
+
+    return decorate
+
+
+def _status(svc: ConnectService, name: str) -> dict[str, Any]:
+    st = svc.status(name)
+    return {
+        "name": name,
+        "connector": {
+            "state": st["connector"]["state"],
+            "trace": st["connector"].get("trace"),
+            "workerId": st["connector"]["worker_id"],
+        },
+        "tasks": [
+            {"state": t["state"], "trace": t.get("trace"), "workerId": t["worker_id"], "id": t["id"]}
+            for t in st["tasks"]
+        ],
+        "type": st["type"].upper(),
+    }
+
+
+def _info(svc: ConnectService, name: str) -> dict[str, Any]:
+    info = svc.info(name)
+    return {**info, "type": info["type"].upper()}
+
+
+@_route("GET", "/getClusterInfo")
+def cluster_info(svc: Svc) -> list[dict[str, Any]]:
+    """Workers of the cluster (here: the runtime and its Spark master)."""
+    return [{"workerId": WORKER_ID, "sparkMaster": svc.rt.settings.spark_master, "alive": True}]
+
+
+@_route("GET", "/connectors/list")
+def list_connectors(svc: Svc) -> dict[str, Any]:
+    """Every connector with its status and info."""
+    return {name: {"status": _status(svc, name), "info": _info(svc, name)} for name in svc.names()}
+
+
+@_route("GET", "/allocated/connectors")
+def allocated_connectors(svc: Svc) -> dict[str, Any]:
+    """Connector configs allocated to this worker."""
+    return {name: svc.config(name) for name in svc.names()}
+
+
+@_route("GET", "/allocated/tasks")
+def allocated_tasks(svc: Svc) -> dict[str, Any]:
+    """Task configs allocated to this worker."""
+    return {name: [t["config"] for t in svc.tasks(name)] for name in svc.names()}
+
+
+def _pause_all(svc: ConnectService, state: str) -> str:
+    for name in svc.names():
+        svc.set_state(name, state)
+    return "success"
+
+
+@_route("GET", "/connectors/stop/all")
+def stop_all(svc: Svc) -> str:
+    """Stop every connector (config and positions are kept)."""
+    return _pause_all(svc, "STOPPED")
+
+
+@_route("GET", "/connectors/pause/all")
+def pause_all(svc: Svc) -> str:
+    """Pause every connector."""
+    return _pause_all(svc, "PAUSED")
+
+
+@_route("GET", "/connectors/resume/all")
+def resume_all(svc: Svc) -> str:
+    """Resume every connector."""
+    return _pause_all(svc, "RUNNING")
+
+
+async def _json_config(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    try:
+        config = json.loads(raw or b"{}")
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"the request body is not valid JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise ConfigError("the request body must be a JSON object of config keys")
+    return config
+
+
+@_route("POST", "/connectors/{name}")
+async def create(svc: Svc, name: str, request: Request) -> dict[str, Any]:
+    """Create a connector from the JSON config in the body."""
+    svc.create(name, await _json_config(request))
+    return _info(svc, name)
+
+
+@router.get("/connectors/{name}", tags=["RocketMQ Connect", "Kafka Connect"], summary="Connector info, or create")
+@prefixed_router.get("/connectors/{name}", summary="Create a connector from `?config=<json>`")
+def get_or_create(svc: Svc, name: str, config: Annotated[str | None, Query()] = None) -> Any:
+    """Kafka's GET /connectors/{name} (info); with `?config=<json>`, RocketMQ's create."""
+    if config is None:
+        return svc.info(name)
+    try:
+        parsed = json.loads(config)
+        if not isinstance(parsed, dict):
+            raise ConfigError("`config` must be a JSON object of config keys")
+        svc.create(name, parsed)
+        return {"status": 200, "body": _info(svc, name)}
+    except json.JSONDecodeError as exc:
+        return JSONResponse(status_code=400, content={"status": 400, "body": f"`config` is not valid JSON: {exc}"})
+    except ConnectError as exc:
+        code = status_of(exc)
+        return JSONResponse(status_code=code, content={"status": code, "body": mask_text(str(exc))})
+
+
+@_route("GET", "/connectors/{name}/stop")
+def stop(svc: Svc, name: str) -> str:
+    """Stop a connector (unlike RocketMQ, its config is kept: resume brings it back)."""
+    svc.set_state(name, "STOPPED")
+    return "success"
+
+
+@_route("GET", "/connectors/{name}/pause")
+def pause(svc: Svc, name: str) -> str:
+    """Pause a connector."""
+    svc.set_state(name, "PAUSED")
+    return "success"
+
+
+@_route("GET", "/connectors/{name}/resume")
+def resume(svc: Svc, name: str) -> str:
+    """Resume a connector."""
+    svc.set_state(name, "RUNNING")
+    return "success"
+
+
+@_route("GET", "/connectors/{name}/config", root=False)
+def config(svc: Svc, name: str) -> dict[str, Any]:
+    """Connector config (secrets masked)."""
+    return mask_config(svc.config(name))
+
+
+@_route("GET", "/connectors/{name}/status", root=False)
+def status(svc: Svc, name: str) -> dict[str, Any]:
+    """Connector and task states."""
+    return _status(svc, name)
+
+
+@_route("GET", "/connectors/{name}/tasks", root=False)
+def tasks(svc: Svc, name: str) -> list[dict[str, Any]]:
+    """Task configs (secrets masked)."""
+    return [t["config"] for t in svc.tasks(name)]
+
+
+@_route("GET", "/connectors/{name}/tasks/{task}/status", root=False)
+def task_status(svc: Svc, name: str, task: int) -> dict[str, Any]:
+    """One task's state."""
+    svc.task_status(name, task)  # 404 for an unknown task
+    return next(t for t in _status(svc, name)["tasks"] if t["id"] == task)
+
+
+@_route("GET", "/plugin/reload")
+def reload(svc: Svc) -> list[str]:
+    """Scan entry points and the plugin path again."""
+    return svc.reload_plugins()
+
+
+@_route("GET", "/plugin/list")
+def plugin_list(svc: Svc) -> list[dict[str, Any]]:
+    """Every plugin (class, type, version, aliases)."""
+    return svc.plugins()
+
+
+@_route("GET", "/plugin/list/connectors")
+def plugin_list_connectors(svc: Svc) -> list[str]:
+    """Connector class names, including the RocketMQ/Kafka aliases."""
+    return sorted({p["class"] for p in svc.plugins()} | {a for p in svc.plugins() for a in p["aliases"]})
+
+
+@_route("GET", "/plugin/config")
+def plugin_config(svc: Svc, plugin: Annotated[str, Query(description="connector class")]) -> list[dict[str, Any]]:
+    """A plugin's config definitions (unimplemented in RocketMQ)."""
+    return svc.plugin_config(plugin)
+
+
+@_route("POST", "/plugin/config/validate")
+async def plugin_validate(svc: Svc, request: Request) -> dict[str, Any]:
+    """Validate a connector config (Kafka's ConfigInfos in the body)."""
+    return svc.validate(None, await _json_config(request))

@@ -1,0 +1,253 @@
+"""Connector management as data: what both REST dialects and the CLI do, in Kafka Connect's shapes.
+
+HTTP-agnostic: methods take and return JSON-able values and raise the SDK's
+errors (`NotFoundError` → 404, `ConnectorExistsError` → 409, `ConfigError` →
+400). Every config that leaves here is masked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from connect_core import __version__
+from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
+from connect_core.runtime.connectors_store import TARGET_STATES
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.secrets import mask_config, mask_text
+from connect_core.runtime.validation import config_infos
+from connect_core.sdk.config import SinkConnectorConfig
+from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
+from connect_core.sdk.records import SourcePosition, TopicPartition
+
+__all__ = ["ConnectService", "NotStoppedError"]
+
+WORKER_ID = "connect-core"
+
+
+class NotStoppedError(ConfigError):
+    """An operation that needs a STOPPED connector (as Kafka Connect's offset changes do)."""
+
+
+class ConnectService:
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
+    # -- reading --------------------------------------------------------------
+
+    def server_info(self) -> dict[str, Any]:
+        return {"version": __version__, "commit": "connect-core", "kafka_cluster_id": "connect-core"}
+
+    def names(self) -> list[str]:
+        return self.rt.connectors.names()
+
+    def info(self, name: str) -> dict[str, Any]:
+        info = self.rt.connectors.get(name)
+        return {
+            "name": name,
+            "config": mask_config({**info.config, "name": name}),
+            "tasks": [{"connector": name, "task": i} for i in range(len(info.tasks))],
+            "type": info.type,
+        }
+
+    def config(self, name: str) -> dict[str, Any]:
+        return mask_config({**self.rt.connectors.get(name).config, "name": name})
+
+    def status(self, name: str) -> dict[str, Any]:
+        st = self.rt.connectors.status(name)
+        connector: dict[str, Any] = {"state": st.state, "worker_id": st.worker_id or WORKER_ID}
+        if st.trace:
+            connector["trace"] = mask_text(st.trace)
+        tasks = []
+        for t in st.tasks:
+            task: dict[str, Any] = {"id": t.id, "state": t.state, "worker_id": t.worker_id or WORKER_ID}
+            if t.trace:
+                task["trace"] = mask_text(t.trace)
+            tasks.append(task)
+        return {"name": name, "connector": connector, "tasks": tasks, "type": st.type}
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        for t in self.status(name)["tasks"]:
+            if t["id"] == task:
+                return dict(t)
+        raise NotFoundError(f"task {task} of connector `{name}` not found")
+
+    def tasks(self, name: str) -> list[dict[str, Any]]:
+        info = self.rt.connectors.get(name)
+        return [{"id": {"connector": name, "task": i}, "config": mask_config(cfg)} for i, cfg in enumerate(info.tasks)]
+
+    def topics(self, name: str) -> dict[str, Any]:
+        info = self.rt.connectors.get(name)
+        plugin_cls: Any = self.rt.registry.resolve(info.connector_class).cls
+        model = plugin_cls.config_model.model_validate(info.config)
+        topics = list(model.topics) if isinstance(model, SinkConnectorConfig) else plugin_cls().output_topics(model)
+        return {name: {"topics": sorted(topics)}}
+
+    def expanded(self, expand: list[str]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for name in self.names():
+            entry: dict[str, Any] = {}
+            if "status" in expand:
+                entry["status"] = self.status(name)
+            if "info" in expand:
+                entry["info"] = self.info(name)
+            result[name] = entry
+        return result
+
+    # -- changing -------------------------------------------------------------
+
+    def create(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict[str, Any]:
+        if initial_state not in TARGET_STATES:
+            raise ConfigError(
+                f"`initial_state` must be one of {', '.join(TARGET_STATES)}, not `{initial_state}`",
+                {"initial_state": [f"must be one of {', '.join(TARGET_STATES)}"]},
+            )
+        self.rt.create_connector(name, config, target_state=initial_state)
+        return self.info(name)
+
+    def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """Create or replace; returns (created, info)."""
+        if name in self.names():
+            self.rt.update_connector(name, config)
+            return False, self.info(name)
+        return True, self.create(name, config)
+
+    def patch_config(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Kafka's PATCH: keys with null values are removed, others set."""
+        current = dict(self.rt.connectors.get(name).config)
+        for key, value in patch.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+        self.rt.update_connector(name, current)
+        return self.info(name)
+
+    def delete(self, name: str) -> None:
+        self.rt.connectors.delete(name)
+
+    def set_state(self, name: str, state: str) -> str | None:
+        return self.rt.set_target_state(name, state)
+
+    def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
+        """There is no long-lived connector process to restart: a restart clears FAILED task states
+        (so they run again at the next trigger or schedule) and, with Airflow, triggers a run now."""
+        status = self.status(name)
+        restarted = [t["id"] for t in status["tasks"] if include_tasks and (not only_failed or t["state"] == "FAILED")]
+        self.rt.connectors.reset_task_states(name, restarted)
+        run_id = self._maybe_trigger(name)
+        return {**self.status(name), "dag_run_id": run_id}
+
+    def restart_task(self, name: str, task: int) -> None:
+        self.task_status(name, task)  # 404 for an unknown task
+        self.rt.connectors.reset_task_states(name, [task])
+        self._maybe_trigger(name)
+
+    def trigger(self, name: str) -> dict[str, Any]:
+        self.rt.connectors.get(name)
+        client = AirflowClient.from_settings(self.rt.settings)
+        if client is None:
+            raise ConnectError(
+                "no Airflow configured to trigger runs: run `connect airflow up` or set CONNECT_AIRFLOW_URL"
+            )
+        return {"name": name, "dag_id": dag_id_for(name), "dag_run_id": client.trigger(name)}
+
+    def _maybe_trigger(self, name: str) -> str | None:
+        client = AirflowClient.from_settings(self.rt.settings)
+        if client is None:
+            return None
+        try:
+            return client.trigger(name)
+        except ConnectError:
+            return None
+
+    # -- offsets (Kafka Connect 3.6 shapes) -------------------------------------
+
+    def offsets(self, name: str) -> dict[str, Any]:
+        info = self.rt.connectors.get(name)
+        if info.type == "source":
+            entries = [
+                {"partition": dict(p.partition), "offset": dict(p.offset)}
+                for p in self.rt.connectors.positions(name).values()
+            ]
+        else:
+            entries = [
+                {
+                    "partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
+                    "offset": {"kafka_offset": c.offset},
+                }
+                for tp, c in sorted(self.rt.connectors.sink_offsets(name).items())
+            ]
+        return {"offsets": entries}
+
+    def alter_offsets(self, name: str, offsets: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        info = self._stopped(name)
+        if info.type == "source":
+            set_: list[SourcePosition] = []
+            remove: list[Mapping[str, Any]] = []
+            for entry in offsets:
+                partition, offset = entry.get("partition"), entry.get("offset")
+                if not isinstance(partition, Mapping) or not (offset is None or isinstance(offset, Mapping)):
+                    raise ConfigError("each offset needs a `partition` object and an `offset` object or null")
+                if offset is None:
+                    remove.append(partition)
+                else:
+                    set_.append(SourcePosition(partition, offset))
+            self.rt.connectors.alter_positions(name, set_=set_, remove=remove)
+        else:
+            changes: dict[TopicPartition, int | None] = {}
+            for entry in offsets:
+                partition, offset = entry.get("partition") or {}, entry.get("offset")
+                try:
+                    tp = TopicPartition(str(partition["kafka_topic"]), int(partition["kafka_partition"]))
+                    value = None if offset is None else int(offset["kafka_offset"])
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise ConfigError(
+                        'sink offsets look like {"partition": {"kafka_topic": …, "kafka_partition": …}, '
+                        '"offset": {"kafka_offset": …}}'
+                    ) from exc
+                if value is not None and value < 0:
+                    raise ConfigError(f"offset of `{tp.topic}-{tp.partition}` must be >= 0")
+                changes[tp] = value
+            self.rt.connectors.alter_sink_offsets(name, changes)
+        return {"message": "The offsets for this connector have been altered successfully"}
+
+    def reset_offsets(self, name: str) -> dict[str, str]:
+        self._stopped(name)
+        self.rt.connectors.reset_offsets(name)
+        return {"message": "The offsets for this connector have been reset successfully"}
+
+    def _stopped(self, name: str) -> Any:
+        info = self.rt.connectors.get(name)
+        if info.target_state != "STOPPED":
+            raise NotStoppedError(
+                f"Connectors must be in the STOPPED state before their offsets can be modified; "
+                f"`{name}` is {info.target_state}: stop it first (PUT /connectors/{name}/stop)"
+            )
+        return info
+
+    # -- plugins ----------------------------------------------------------------
+
+    def plugins(self, connectors_only: bool = True) -> list[dict[str, Any]]:
+        return [
+            {"class": p.class_path, "type": p.type, "version": p.version, "name": p.name, "aliases": p.aliases}
+            for p in sorted(self.rt.registry.plugins().values(), key=lambda p: p.name)
+        ]
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        infos = config_infos({"connector.class": plugin}, self.rt.registry)
+        if infos["configs"] and any("not found" in e for c in infos["configs"] for e in c["value"]["errors"]):
+            raise NotFoundError(f"connector plugin `{plugin}` not found")
+        return [c["definition"] for c in infos["configs"] if c["definition"]]
+
+    def validate(self, plugin: str | None, config: Mapping[str, Any]) -> dict[str, Any]:
+        config = dict(config)
+        if plugin is not None:
+            given = config.get("connector.class")
+            if given is not None and self.rt.registry.resolve(given).cls is not self.rt.registry.resolve(plugin).cls:
+                raise ConfigError(f"`connector.class` ({given}) does not match the plugin in the URL (`{plugin}`)")
+            config.setdefault("connector.class", plugin)
+        return config_infos(config, self.rt.registry)
+
+    def reload_plugins(self) -> list[str]:
+        return sorted(self.rt.registry.reload())
