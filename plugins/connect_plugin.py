@@ -1,24 +1,28 @@
-"""The Airflow plugin of Connect: the Connect view in the UI.
+"""The Airflow plugin of Connect: the REST API under `/connect` and the Connect view in the UI.
 
-Thin on purpose: the view is `connect_core.web.view`; the task operator the
-DAGs use is `connect_core.airflow.operator.ConnectTaskOperator`. The view app reads the metadata store named
-by CONNECT_DATABASE_URL in the api-server's environment.
+Thin on purpose: the apps are `connect_core.rest.app` and `connect_core.web.view`.
+Airflow does not protect a plugin's FastAPI apps by itself, so both require
+Airflow's own authentication (a bearer token from `/auth/token`, or the UI's
+session cookie). They read the metadata store named by CONNECT_DATABASE_URL.
 """
 
+from airflow.api_fastapi.core_api.security import get_user
 from airflow.plugins_manager import AirflowPlugin
 
+from connect_core.rest.app import create_app
 from connect_core.runtime.context import Runtime
 from connect_core.web.view import create_view_app
+
+
+def _runtime() -> Runtime:
+    return Runtime.open(upgrade=False)
 
 
 class ConnectPlugin(AirflowPlugin):
     name = "connect"
     fastapi_apps = [
-        {
-            "app": create_view_app(lambda: Runtime.open(upgrade=False)),
-            "url_prefix": "/connect-ui",
-            "name": "Connect view",
-        }
+        {"app": create_app(_runtime, auth=[get_user]), "url_prefix": "/connect", "name": "Connect REST API"},
+        {"app": create_view_app(_runtime, auth=[get_user]), "url_prefix": "/connect-ui", "name": "Connect view"},
     ]
     external_views = [
         {"name": "Connect", "href": "/connect-ui/", "url_route": "connect", "destination": "nav", "category": "browse"}

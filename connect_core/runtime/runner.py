@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime import _faults
+from connect_core.runtime.config_providers import resolve as resolve_providers
 from connect_core.runtime.connectors_store import ConnectorStore
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
@@ -213,7 +214,8 @@ class TaskRunner:
 
     def _new_task(self, lease: Lease) -> SourceTask | SinkTask:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
-        task: SourceTask | SinkTask = plugin_cls.task_class(lease.task_config, self._context(lease))
+        config = resolve_providers(lease.task_config)  # secrets exist only in this process
+        task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease))
         return task
 
     def _context(self, lease: Lease) -> TaskContext:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from connect_core.runtime.context import Runtime
@@ -98,9 +98,15 @@ def _page(connectors: list[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
-def create_view_app(runtime: Callable[[], Runtime]) -> FastAPI:
+def create_view_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., Any]] = ()) -> FastAPI:
     """The view app; `runtime` is called once, at the first request (not at import)."""
-    app = FastAPI(title="Connect view", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="Connect view",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        dependencies=[Depends(a) for a in auth],
+    )
     holder: dict[str, Runtime] = {}
 
     def rt() -> Runtime:

@@ -148,6 +148,7 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
     assert sink.read_text() == "over rest 1\nover rest 2\n"
 
     _check_ui(base, password)
+    _check_rest_mount(api)
 
     _cli(env, "pause", "fileSourceConnector")
     assert api.get("/dags/connect__fileSourceConnector")["is_paused"] is True
@@ -188,6 +189,19 @@ def _check_ui(base: str, password: str) -> None:
         frame = page.frame_locator("iframe").first
         frame.get_by_text("Connect: 2 connector(s)").wait_for(timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "airflow-connect-view.png"), full_page=True)
-        view = httpx.get(f"{base}/connect-ui/").text
-        assert "fileSourceConnector" in view and "SUCCEEDED" in view and "records" in view
+        assert httpx.get(f"{base}/connect-ui/").status_code == 401  # not without Airflow's auth
         browser.close()
+
+
+def _check_rest_mount(api: Api) -> None:
+    """The REST app inside Airflow, behind Airflow's token."""
+    assert httpx.get(f"{api.base}/connect/connectors").status_code == 401
+    listed = httpx.get(f"{api.base}/connect/connectors", headers=api.headers)
+    assert listed.status_code == 200 and "fileSourceConnector" in listed.json()
+    rocketmq = httpx.get(f"{api.base}/connect/connectors/list", headers=api.headers).json()
+    assert rocketmq["status"] == 200
+    view = httpx.get(f"{api.base}/connect-ui/", headers=api.headers).text
+    assert "fileSourceConnector" in view and "SUCCEEDED" in view and "records" in view
+    triggered = httpx.post(f"{api.base}/connect/connectors/fileSinkConnector/trigger", headers=api.headers)
+    assert triggered.status_code == 200, triggered.text
+    assert triggered.json()["dag_run_id"] in {r["dag_run_id"] for r in api.runs("connect__fileSinkConnector")}

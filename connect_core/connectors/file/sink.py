@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, Field
 
+from connect_core.connectors.file._paths import absolute, has_placeholder
 from connect_core.sdk import (
     CommittedOffset,
     RetriableError,
@@ -94,6 +95,8 @@ class FileSinkConnector(SinkConnector[FileSinkConfig]):
     task_class = FileSinkTask
 
     def validate(self, config: FileSinkConfig) -> dict[str, list[str]]:
+        if has_placeholder(config.filename):
+            return {}  # resolved only where the task runs: checked then
         parent = Path(config.filename).expanduser().resolve().parent
         if not parent.is_dir():
             return {"filename": [f"directory `{parent}` does not exist"]}
@@ -103,4 +106,4 @@ class FileSinkConnector(SinkConnector[FileSinkConfig]):
 
     def task_configs(self, config: FileSinkConfig, max_tasks: int) -> list[dict[str, Any]]:
         # Several writers of one file would interleave lines: one task.
-        return [{"filename": str(Path(config.filename).expanduser().resolve()), "topics": config.topics}]
+        return [{"filename": absolute(config.filename), "topics": config.topics}]

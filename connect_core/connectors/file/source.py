@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, Field
 
+from connect_core.connectors.file._paths import absolute, has_placeholder
 from connect_core.sdk import (
     ConnectorConfig,
     Positions,
@@ -124,6 +125,8 @@ class FileSourceConnector(SourceConnector[FileSourceConfig]):
     task_class = FileSourceTask
 
     def validate(self, config: FileSourceConfig) -> dict[str, list[str]]:
+        if has_placeholder(config.filename):
+            return {}  # resolved only where the task runs: checked then
         parent = Path(config.filename).expanduser().resolve().parent
         if not parent.is_dir():
             return {"filename": [f"directory `{parent}` does not exist"]}
@@ -133,7 +136,7 @@ class FileSourceConnector(SourceConnector[FileSourceConfig]):
         # A file is one stream of bytes: one task reads it, whatever tasks.max says.
         return [
             {
-                "filename": str(Path(config.filename).expanduser().resolve()),
+                "filename": absolute(config.filename),
                 "topic": config.topic,
                 "batch.max.bytes": config.batch_max_bytes,
             }
