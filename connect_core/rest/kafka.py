@@ -156,6 +156,11 @@ def reset_offsets(svc: Svc, connector: str) -> dict[str, str]:
     return svc.reset_offsets(connector)
 
 
+@router.get("/connectors/{connector}/runs", summary="Last task runs with stats (extension)")
+def runs(svc: Svc, connector: str, limit: Annotated[int, Query(ge=1, le=1000)] = 10) -> list[dict[str, Any]]:
+    return svc.runs(connector, limit)
+
+
 @router.post("/connectors/{connector}/trigger", summary="Start a run of the connector's DAG now (Airflow)")
 def trigger(svc: Svc, connector: str) -> dict[str, Any]:
     return svc.trigger(connector)

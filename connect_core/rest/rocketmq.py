@@ -26,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from connect_core.rest.deps import service
 from connect_core.rest.errors import status_of
-from connect_core.rest.service import WORKER_ID, ConnectService
+from connect_core.rest.service import ConnectService
 from connect_core.runtime.secrets import mask_config, mask_text
 from connect_core.sdk.errors import ConfigError, ConnectError
 
@@ -86,7 +86,7 @@ def _info(svc: ConnectService, name: str) -> dict[str, Any]:
 @_route("GET", "/getClusterInfo")
 def cluster_info(svc: Svc) -> list[dict[str, Any]]:
     """Workers of the cluster (here: the runtime and its Spark master)."""
-    return [{"workerId": WORKER_ID, "sparkMaster": svc.rt.settings.spark_master, "alive": True}]
+    return svc.cluster_info()
 
 
 @_route("GET", "/connectors/list")
@@ -98,13 +98,13 @@ def list_connectors(svc: Svc) -> dict[str, Any]:
 @_route("GET", "/allocated/connectors")
 def allocated_connectors(svc: Svc) -> dict[str, Any]:
     """Connector configs allocated to this worker."""
-    return {name: svc.config(name) for name in svc.names()}
+    return svc.allocated_connectors()
 
 
 @_route("GET", "/allocated/tasks")
 def allocated_tasks(svc: Svc) -> dict[str, Any]:
     """Task configs allocated to this worker."""
-    return {name: [t["config"] for t in svc.tasks(name)] for name in svc.names()}
+    return svc.allocated_tasks()
 
 
 def _pause_all(svc: ConnectService, state: str) -> str:

@@ -94,6 +94,25 @@ class ConnectService:
             result[name] = entry
         return result
 
+    def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The last task runs (an extension of Kafka's API: micro-batch runs have no Kafka equivalent)."""
+        self.rt.connectors.get(name)
+        return [
+            {**r, "error": mask_text(r["error"]) if r["error"] else None}
+            for r in self.rt.connectors.last_runs(name, limit=limit)
+        ]
+
+    # -- RocketMQ's cluster views ------------------------------------------------
+
+    def cluster_info(self) -> list[dict[str, Any]]:
+        return [{"workerId": WORKER_ID, "sparkMaster": self.rt.settings.spark_master, "alive": True}]
+
+    def allocated_connectors(self) -> dict[str, Any]:
+        return {name: self.config(name) for name in self.names()}
+
+    def allocated_tasks(self) -> dict[str, Any]:
+        return {name: [t["config"] for t in self.tasks(name)] for name in self.names()}
+
     # -- changing -------------------------------------------------------------
 
     def create(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict[str, Any]:

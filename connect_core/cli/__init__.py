@@ -1,0 +1,15 @@
+"""The `connect` command (Typer): manage connectors (locally or over REST) and run them."""
+
+from __future__ import annotations
+
+import logging
+
+from connect_core.cli import _local, _manage  # noqa: F401  (they register their commands)
+from connect_core.cli._app import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app()

@@ -1,0 +1,3 @@
+from connect_core.cli import main
+
+main()

@@ -1,0 +1,123 @@
+"""Commands that run next to the metadata store: task runs, the REST server, migrations, Airflow."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from connect_core.cli._app import OutputOpt, app, err, out, print_json, runtime
+from connect_core.runtime.context import Runtime
+
+db_app = typer.Typer(help="The metadata schema.", no_args_is_help=True)
+airflow_app = typer.Typer(help="The local Airflow platform.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(airflow_app, name="airflow")
+
+
+@app.command()
+def run(
+    name: str,
+    master: Annotated[str | None, typer.Option(help="Spark master (default CONNECT_SPARK_MASTER or local[*])")] = None,
+    task: Annotated[int | None, typer.Option(help="Run only this task")] = None,
+    output: OutputOpt = "table",
+) -> None:
+    """Run every task of a connector once, each through a real spark-submit of the runner."""
+    from connect_core.runtime.submit import submit_task
+
+    with runtime() as rt:
+        info = rt.connectors.get(name)
+        task_ids = [task] if task is not None else list(range(len(info.tasks)))
+        results = [submit_task(rt.settings, rt.database_url, name, t, master=master) for t in task_ids]
+    if output == "json":
+        print_json([{**r.result, "exit_code": r.exit_code, "wall_s": r.wall_s} for r in results])
+    else:
+        table = Table("task", "run", "state", "rows", "wall s", "start-up s", "work s")
+        for r in results:
+            work = r.result.get("timings", {}).get("run_s", 0.0)
+            table.add_row(
+                str(r.task_id),
+                str(r.result.get("run_id", "")),
+                r.state,
+                str(r.result.get("rows", "")),
+                f"{r.wall_s:.1f}",
+                f"{r.wall_s - work:.1f}",
+                f"{work:.1f}",
+            )
+        out.print(f"[bold]{name}[/bold]: ran {len(results)} task(s)")
+        out.print(table)
+        for r in results:
+            if r.result.get("message"):
+                out.print(f"task {r.task_id}: {r.result['message']}", highlight=False)
+    for r in results:
+        if r.state not in ("SUCCEEDED", "SKIPPED"):
+            if not r.result:
+                err.print(f"task {r.task_id} exited with {r.exit_code}; last output:\n{r.stderr_tail}", highlight=False)
+            raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (RocketMQ Connect's 8082 by default)")] = 8082,
+) -> None:
+    """Serve the REST API (Kafka Connect's API and RocketMQ Connect's routes)."""
+    import uvicorn
+
+    from connect_core.rest.app import create_app
+    from connect_core.rest.auth import bearer_or_loopback
+    from connect_core.runtime.settings import Settings
+
+    settings = Settings()
+    with runtime():  # migrate and check the store once, up front
+        pass
+    token = settings.rest_token.get_secret_value() if settings.rest_token else None
+    app = create_app(lambda: Runtime.open(settings, upgrade=False), auth=[bearer_or_loopback(token)])
+    out.print(
+        f"Connect REST API on http://{host}:{port} (OpenAPI: /docs); auth: {'bearer token' if token else 'loopback only'}"
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = "head") -> None:
+    """Apply migrations up to REVISION (idempotent)."""
+    from connect_core.runtime import migrate
+
+    with runtime(upgrade=False) as rt:
+        migrate.upgrade(rt.engine, revision)
+        out.print(f"metadata schema at {revision}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(revision: str) -> None:
+    """Revert migrations down to REVISION (`base` drops every table)."""
+    from connect_core.runtime import migrate
+
+    with runtime(upgrade=False) as rt:
+        migrate.downgrade(rt.engine, revision)
+        out.print(f"metadata schema at {revision}")
+
+
+@airflow_app.command("up")
+def airflow_up(
+    port: Annotated[int, typer.Option(help="Port of the Airflow UI and API (bound to 127.0.0.1)")] = 8080,
+    airflow_db: Annotated[
+        str, typer.Option(help="Database for Airflow's own metadata, on the same server")
+    ] = "airflow",
+) -> None:
+    """Start Airflow (api-server, scheduler, dag-processor, triggerer) with Connect's DAGs and plugin."""
+    from connect_core.platform import airflow_environment, run_platform
+
+    with runtime() as rt:
+        platform = airflow_environment(rt.settings, rt.database_url, port=port, airflow_db=airflow_db)
+
+        def ready(p: Any) -> None:
+            out.print(
+                f"Airflow UI: [bold]{p.url}[/bold]   user: [bold]{p.username}[/bold]   password: [bold]{p.password}[/bold]"
+            )
+            out.print(f"Connect view: {p.url}/connect-ui/   logs: {p.env['AIRFLOW_HOME']}/logs   (Ctrl-C stops)")
+
+        code = run_platform(platform, on_ready=ready)
+    raise typer.Exit(code)

@@ -1,0 +1,113 @@
+"""A client of the REST API with the same methods as `ConnectService`, so the CLI works over HTTP too."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from connect_core.runtime.connectors_store import ConnectorExistsError
+from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
+
+__all__ = ["RestClient"]
+
+
+class RestClient:
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            resp = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise RetriableError(f"cannot reach the Connect REST API at `{self._http.base_url}`: {exc}") from exc
+        if resp.status_code >= 400:
+            try:
+                message = resp.json().get("message") or resp.text
+            except ValueError:
+                message = resp.text
+            kind = {404: NotFoundError, 409: ConnectorExistsError, 400: ConfigError, 503: RetriableError}.get(
+                resp.status_code, ConnectError
+            )
+            raise kind(f"{message} (HTTP {resp.status_code})")
+        return resp.json() if resp.content else None
+
+    def _rocketmq(self, path: str) -> Any:
+        return self._call("GET", path)["body"]
+
+    # the ConnectService surface the CLI uses
+    def names(self) -> list[str]:
+        return list(self._call("GET", "/connectors"))
+
+    def expanded(self, expand: list[str]) -> dict[str, Any]:
+        return dict(self._call("GET", "/connectors", params=[("expand", e) for e in expand]))
+
+    def info(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/connectors/{name}"))
+
+    def config(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/connectors/{name}/config"))
+
+    def status(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/connectors/{name}/status"))
+
+    def tasks(self, name: str) -> list[dict[str, Any]]:
+        return list(self._call("GET", f"/connectors/{name}/tasks"))
+
+    def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
+        return list(self._call("GET", f"/connectors/{name}/runs", params={"limit": limit}))
+
+    def create(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict[str, Any]:
+        body = {"name": name, "config": dict(config), "initial_state": initial_state}
+        return dict(self._call("POST", "/connectors", json=body))
+
+    def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        resp = self._http.put(f"/connectors/{name}/config", json=dict(config))
+        if resp.status_code >= 400:
+            self._call("PUT", f"/connectors/{name}/config", json=dict(config))  # raises the mapped error
+        return resp.status_code == 201, dict(resp.json())
+
+    def delete(self, name: str) -> None:
+        self._call("DELETE", f"/connectors/{name}")
+
+    def set_state(self, name: str, state: str) -> str | None:
+        verb = {"PAUSED": "pause", "RUNNING": "resume", "STOPPED": "stop"}[state]
+        self._call("PUT", f"/connectors/{name}/{verb}")
+        return None
+
+    def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
+        params = {"includeTasks": str(include_tasks).lower(), "onlyFailed": str(only_failed).lower()}
+        self._call("POST", f"/connectors/{name}/restart", params=params)
+        return self.status(name)
+
+    def offsets(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/connectors/{name}/offsets"))
+
+    def alter_offsets(self, name: str, offsets: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        return dict(self._call("PATCH", f"/connectors/{name}/offsets", json={"offsets": list(offsets)}))
+
+    def reset_offsets(self, name: str) -> dict[str, str]:
+        return dict(self._call("DELETE", f"/connectors/{name}/offsets"))
+
+    def trigger(self, name: str) -> dict[str, Any]:
+        return dict(self._call("POST", f"/connectors/{name}/trigger"))
+
+    def plugins(self) -> list[dict[str, Any]]:
+        return list(self._rocketmq("/plugin/list"))
+
+    def reload_plugins(self) -> list[str]:
+        return list(self._rocketmq("/plugin/reload"))
+
+    def cluster_info(self) -> list[dict[str, Any]]:
+        return list(self._rocketmq("/getClusterInfo"))
+
+    def allocated_connectors(self) -> dict[str, Any]:
+        return dict(self._rocketmq("/allocated/connectors"))
+
+    def allocated_tasks(self) -> dict[str, Any]:
+        return dict(self._rocketmq("/allocated/tasks"))
