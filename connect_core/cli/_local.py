@@ -77,6 +77,10 @@ def serve(
     out.print(
         f"Connect REST API on http://{host}:{port} (OpenAPI: /docs); auth: {'bearer token' if token else 'loopback only'}"
     )
+    import gc
+
+    gc.collect()
+    gc.freeze()  # start-up objects leave the GC's view: no long collections under load
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import HTTPException, Request
 
@@ -26,8 +26,8 @@ def _is_loopback(host: str | None) -> bool:
         return host == "localhost"
 
 
-def bearer_or_loopback(token: str | None) -> Callable[[Request], None]:
-    def check(request: Request) -> None:
+def bearer_or_loopback(token: str | None) -> Callable[[Request], Awaitable[None]]:
+    async def check(request: Request) -> None:
         if token:
             given = request.headers.get("authorization", "")
             scheme, _, value = given.partition(" ")

@@ -9,6 +9,6 @@ from connect_core.rest.service import ConnectService
 __all__ = ["service"]
 
 
-def service(request: Request) -> ConnectService:
+async def service(request: Request) -> ConnectService:
     svc: ConnectService = request.app.state.connect_service()
     return svc

@@ -7,12 +7,15 @@ errors (`NotFoundError` → 404, `ConnectorExistsError` → 409, `ConfigError` �
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from connect_core import __version__
 from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
-from connect_core.runtime.connectors_store import TARGET_STATES
+from connect_core.runtime.changes import ChangeListener
+from connect_core.runtime.connectors_store import TARGET_STATES, ConnectorInfo, ConnectorStatus
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.secrets import mask_config, mask_text
 from connect_core.runtime.validation import config_infos
@@ -29,42 +32,101 @@ class NotStoppedError(ConfigError):
     """An operation that needs a STOPPED connector (as Kafka Connect's offset changes do)."""
 
 
+class _Snapshot:
+    """Every connector's info and status as API dicts (and their JSON), as of one change count."""
+
+    def __init__(self, version: int, infos: dict[str, ConnectorInfo], statuses: dict[str, ConnectorStatus]) -> None:
+        self.version = version
+        self.names = sorted(infos)
+        self.info = {name: _info_dict(i) for name, i in infos.items()}
+        self.status = {name: _status_dict(s) for name, s in statuses.items()}
+        self.status_json = {name: json.dumps(s).encode() for name, s in self.status.items()}
+        self.names_json = json.dumps(self.names).encode()
+        self._memo: dict[Any, bytes] = {}
+
+    def memo(self, key: Any, build: Callable[[], Any]) -> bytes:
+        """JSON of `build()`, computed once per snapshot (for the hot list endpoints)."""
+        if key not in self._memo:
+            self._memo[key] = json.dumps(build()).encode()
+        return self._memo[key]
+
+    def expanded(self, expand: Sequence[str]) -> dict[str, Any]:
+        return {
+            name: {k: (self.status if k == "status" else self.info)[name] for k in ("status", "info") if k in expand}
+            for name in self.names
+        }
+
+    def expanded_json(self, expand: Sequence[str]) -> bytes:
+        key = tuple(sorted(set(expand)))
+        return self.memo(("expanded", key), lambda: self.expanded(key))
+
+
 class ConnectService:
+    """Connector management. Lists and statuses come from a snapshot of all connectors that is
+    rebuilt only when the store's change counter moved; the counter is followed by LISTEN/NOTIFY,
+    so a hot read costs no query and the same for 1 or 1000 connectors."""
+
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self._snapshot: _Snapshot | None = None
+        self._refresh = threading.Lock()
+        self._changes: ChangeListener | None = None
+
+    def close(self) -> None:
+        if self._changes is not None:
+            self._changes.close()
+
+    def snapshot(self) -> _Snapshot:
+        """The snapshot as of the store's change counter, read now (rebuilt if the store moved on).
+
+        The hot async endpoints use `fresh_snapshot()` instead, which trusts the counter
+        the listener last heard (NOTIFY arrives within milliseconds of a commit).
+        """
+        if self._changes is None:
+            with self._refresh:
+                if self._changes is None:
+                    self._changes = ChangeListener(self.rt.engine)
+        version = self.rt.connectors.change_count()
+        snap = self._snapshot
+        if snap is None or snap.version < version:
+            with self._refresh:  # one rebuild at a time; the others reuse it
+                snap = self._snapshot
+                if snap is None or snap.version < version:
+                    snap = self._snapshot = _Snapshot(*self.rt.connectors.snapshot())
+        return snap
 
     # -- reading --------------------------------------------------------------
 
     def server_info(self) -> dict[str, Any]:
         return {"version": __version__, "commit": "connect-core", "kafka_cluster_id": "connect-core"}
 
+    def _snap(self) -> _Snapshot:
+        return self.snapshot()
+
+    def _changed(self) -> None:
+        """This service wrote: drop the snapshot so its next read sees the write."""
+        self._snapshot = None
+
+    def fresh_snapshot(self) -> _Snapshot | None:
+        """The cached snapshot if it is current, without any I/O (for async endpoints); else None."""
+        snap = self._snapshot
+        if snap is None or self._changes is None or snap.version < self._changes.version():
+            return None
+        return snap
+
     def names(self) -> list[str]:
-        return self.rt.connectors.names()
+        return list(self._snap().names)
 
     def info(self, name: str) -> dict[str, Any]:
-        info = self.rt.connectors.get(name)
-        return {
-            "name": name,
-            "config": mask_config({**info.config, "name": name}),
-            "tasks": [{"connector": name, "task": i} for i in range(len(info.tasks))],
-            "type": info.type,
-        }
+        found = self._snap().info.get(name)
+        return found if found is not None else _info_dict(self.rt.connectors.get(name))
 
     def config(self, name: str) -> dict[str, Any]:
         return mask_config({**self.rt.connectors.get(name).config, "name": name})
 
     def status(self, name: str) -> dict[str, Any]:
-        st = self.rt.connectors.status(name)
-        connector: dict[str, Any] = {"state": st.state, "worker_id": st.worker_id or WORKER_ID}
-        if st.trace:
-            connector["trace"] = mask_text(st.trace)
-        tasks = []
-        for t in st.tasks:
-            task: dict[str, Any] = {"id": t.id, "state": t.state, "worker_id": t.worker_id or WORKER_ID}
-            if t.trace:
-                task["trace"] = mask_text(t.trace)
-            tasks.append(task)
-        return {"name": name, "connector": connector, "tasks": tasks, "type": st.type}
+        found = self._snap().status.get(name)
+        return found if found is not None else _status_dict(self.rt.connectors.status(name))
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
         for t in self.status(name)["tasks"]:
@@ -84,15 +146,7 @@ class ConnectService:
         return {name: {"topics": sorted(topics)}}
 
     def expanded(self, expand: list[str]) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        for name in self.names():
-            entry: dict[str, Any] = {}
-            if "status" in expand:
-                entry["status"] = self.status(name)
-            if "info" in expand:
-                entry["info"] = self.info(name)
-            result[name] = entry
-        return result
+        return self._snap().expanded(expand)
 
     def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         """The last task runs (an extension of Kafka's API: micro-batch runs have no Kafka equivalent)."""
@@ -122,12 +176,14 @@ class ConnectService:
                 {"initial_state": [f"must be one of {', '.join(TARGET_STATES)}"]},
             )
         self.rt.create_connector(name, config, target_state=initial_state)
+        self._changed()
         return self.info(name)
 
     def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
         """Create or replace; returns (created, info)."""
         if name in self.names():
             self.rt.update_connector(name, config)
+            self._changed()
             return False, self.info(name)
         return True, self.create(name, config)
 
@@ -140,13 +196,17 @@ class ConnectService:
             else:
                 current[key] = value
         self.rt.update_connector(name, current)
+        self._changed()
         return self.info(name)
 
     def delete(self, name: str) -> None:
         self.rt.connectors.delete(name)
+        self._changed()
 
     def set_state(self, name: str, state: str) -> str | None:
-        return self.rt.set_target_state(name, state)
+        warning = self.rt.set_target_state(name, state)
+        self._changed()
+        return warning
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
         """There is no long-lived connector process to restart: a restart clears FAILED task states
@@ -154,12 +214,14 @@ class ConnectService:
         status = self.status(name)
         restarted = [t["id"] for t in status["tasks"] if include_tasks and (not only_failed or t["state"] == "FAILED")]
         self.rt.connectors.reset_task_states(name, restarted)
+        self._changed()
         run_id = self._maybe_trigger(name)
         return {**self.status(name), "dag_run_id": run_id}
 
     def restart_task(self, name: str, task: int) -> None:
         self.task_status(name, task)  # 404 for an unknown task
         self.rt.connectors.reset_task_states(name, [task])
+        self._changed()
         self._maybe_trigger(name)
 
     def trigger(self, name: str) -> dict[str, Any]:
@@ -270,3 +332,25 @@ class ConnectService:
 
     def reload_plugins(self) -> list[str]:
         return sorted(self.rt.registry.reload())
+
+
+def _info_dict(info: ConnectorInfo) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "config": mask_config({**info.config, "name": info.name}),
+        "tasks": [{"connector": info.name, "task": i} for i in range(len(info.tasks))],
+        "type": info.type,
+    }
+
+
+def _status_dict(st: ConnectorStatus) -> dict[str, Any]:
+    connector: dict[str, Any] = {"state": st.state, "worker_id": st.worker_id or WORKER_ID}
+    if st.trace:
+        connector["trace"] = mask_text(st.trace)
+    tasks = []
+    for t in st.tasks:
+        task: dict[str, Any] = {"id": t.id, "state": t.state, "worker_id": t.worker_id or WORKER_ID}
+        if t.trace:
+            task["trace"] = mask_text(t.trace)
+        tasks.append(task)
+    return {"name": st.name, "connector": connector, "tasks": tasks, "type": st.type}

@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.models import (
+    ChangeCounterRow,
     ConnectorRow,
     ConnectorStatusRow,
     SinkOffsetRow,
@@ -268,6 +269,48 @@ class ConnectorStore:
                 worker_id=conn.worker_id if conn else None,
                 tasks=tuple(TaskStatus(t.task_id, t.state, t.trace, t.worker_id, t.last_run_id) for t in tasks),
             )
+
+    def change_count(self) -> int:
+        """How many changes connectors and their status have seen (one-row read)."""
+        with self._sessions() as s:
+            return int(s.scalar(select(ChangeCounterRow.n).where(ChangeCounterRow.id == 1)) or 0)
+
+    def snapshot(self) -> tuple[int, dict[str, ConnectorInfo], dict[str, ConnectorStatus]]:
+        """Every connector's info and status, and the change count they are at least as new as."""
+        with self._sessions() as s:
+            # The count first: data read after it can only be newer, never older.
+            version = int(s.scalar(select(ChangeCounterRow.n).where(ChangeCounterRow.id == 1)) or 0)
+            rows = s.scalars(select(ConnectorRow).order_by(ConnectorRow.name)).all()
+            tasks: dict[str, list[dict[str, Any]]] = {}
+            for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
+                tasks.setdefault(t.connector, []).append(t.config)
+            conn_status = {c.connector: c for c in s.scalars(select(ConnectorStatusRow))}
+            task_status: dict[str, list[TaskStatus]] = {}
+            for ts in s.scalars(select(TaskStatusRow).order_by(TaskStatusRow.connector, TaskStatusRow.task_id)):
+                task_status.setdefault(ts.connector, []).append(
+                    TaskStatus(ts.task_id, ts.state, ts.trace, ts.worker_id, ts.last_run_id)
+                )
+        infos, statuses = {}, {}
+        for r in rows:
+            infos[r.name] = ConnectorInfo(
+                r.name,
+                r.connector_class,
+                r.type,
+                r.config,
+                r.target_state,
+                r.config_version,
+                tuple(tasks.get(r.name, ())),
+            )
+            c = conn_status.get(r.name)
+            statuses[r.name] = ConnectorStatus(
+                r.name,
+                r.type,
+                c.state if c else "UNASSIGNED",
+                c.trace if c else None,
+                c.worker_id if c else None,
+                tuple(task_status.get(r.name, ())),
+            )
+        return version, infos, statuses
 
     def last_runs(self, name: str, limit: int = 10, task_id: int | None = None) -> list[dict[str, Any]]:
         """The most recent task runs of a connector (or of one of its tasks), newest first."""

@@ -41,7 +41,7 @@ class Runtime:
         """Connect to the metadata store (starting the embedded one if needed) and migrate it."""
         settings = settings or Settings()
         url = database_url(settings)
-        engine = make_engine(url)
+        engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_pool_size)
         if upgrade:
             try:
                 migrate.upgrade(engine)

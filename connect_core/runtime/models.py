@@ -29,6 +29,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 __all__ = [
     "SCHEMA",
     "Base",
+    "ChangeCounterRow",
     "ConnectorRow",
     "ConnectorStatusRow",
     "SinkOffsetRow",
@@ -173,6 +174,15 @@ class TaskRunRow(Base):
     # Paths the run writes to, recorded before writing so that a killed run's
     # files can be found and deleted; cleared once they are committed or gone.
     staged_paths: Mapped[list[Any]] = mapped_column(JSONB, server_default="[]")
+
+
+class ChangeCounterRow(Base):
+    """One row; triggers on connectors, task_configs and the status tables bump `n` (migration 0002)."""
+
+    __tablename__ = "change_counter"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    n: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 class TopicSegmentRow(Base):

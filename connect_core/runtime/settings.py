@@ -34,6 +34,7 @@ class Settings(BaseSettings):
         default="",
         description="Directories (os.pathsep-separated) searched for connector modules, like `plugin.path`.",
     )
+    db_pool_size: int = Field(default=10, ge=1, description="Connections each process keeps to the metadata store.")
     spark_master: str = Field(default="local[*]", description="Spark master for `connect run`.")
     spark_submit: str | None = Field(
         default=None, description="Path of spark-submit; default: the one installed with pyspark."

@@ -19,6 +19,7 @@ TABLES = {
     "topic_partitions",
     "topic_segments",
     "task_runs",
+    "change_counter",
 }
 
 
@@ -40,7 +41,7 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     migrate.upgrade(engine)
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
-        assert conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == "0001"
+        assert conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == "0002"
     engine.dispose()
 
 
