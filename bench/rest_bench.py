@@ -106,6 +106,7 @@ def main() -> None:
                 ("GET /connectors?expand=status (Kafka, 100 connectors)", "/connectors?expand=status"),
                 ("GET /connectors/list (RocketMQ, 100 connectors)", "/connectors/list"),
             ):
+                wrk(base + path, args.clients, 3)  # warm-up, not recorded: connections, first snapshot
                 result = wrk(base + path, args.clients, args.seconds)
                 rows.append((label, result))
                 print(label, result, flush=True)
@@ -116,7 +117,8 @@ def main() -> None:
         f"## REST: {args.clients} concurrent clients from a second process, {CONNECTORS} connectors",
         "",
         "Reproduce: `.venv/bin/python bench/rest_bench.py` (needs `wrk`: `apt-get install wrk`). One",
-        f"`connect serve` process (uvicorn); wrk (1 thread) loads each endpoint for {args.seconds:.0f} s, same 2 cores.",
+        f"`connect serve` process (uvicorn); wrk (1 thread) loads each endpoint for {args.seconds:.0f} s after a 3 s",
+        "warm-up, on the same 2 cores.",
         "Goal: p99 under 50 ms.",
         "",
         "| endpoint | requests | req/s | p50 ms | p99 ms | errors |",

@@ -81,7 +81,7 @@ def serve(
 
     gc.collect()
     gc.freeze()  # start-up objects leave the GC's view: no long collections under load
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
 @db_app.command("upgrade")
