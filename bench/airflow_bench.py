@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg2
+from _results import write_sections
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -29,7 +30,6 @@ from connect_core.runtime.settings import Settings
 from connect_core.runtime.submit import submit_task
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = Path(__file__).with_name("RESULTS.md")
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
 
 EXECUTE = """
@@ -198,10 +198,7 @@ def main() -> None:
         *[f"| {label} | {e:.2f} | {s:.2f} |" for label, e, s in idle],
         "",
     ]
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    keep = old.split("## DAG parse")[0].rstrip() + "\n\n"
-    RESULTS.write_text(keep + "\n".join(section))
-    print("\n".join(section))
+    write_sections(section)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_sections
 from airflow_bench import database
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 CONNECTORS = 100
 
 
@@ -124,15 +124,12 @@ def main() -> None:
         "| endpoint | requests | req/s | p50 ms | p99 ms | errors |",
         "|---|---:|---:|---:|---:|---:|",
         *[
-            f"| {label} | {r['requests']:,} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} |"
+            f"| {label} | {r['requests']:,.0f} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']:.0f} |"
             for label, r in rows
         ],
         "",
     ]
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    keep = old.split("## REST")[0].rstrip() + "\n\n"
-    RESULTS.write_text(keep + "\n".join(section))
-    print("\n".join(section))
+    write_sections(section)
 
 
 if __name__ == "__main__":

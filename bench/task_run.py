@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from connect_core.runtime.context import Runtime
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.submit import submit_task
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import write_sections
 
 
 def main() -> None:
@@ -64,8 +66,7 @@ def main() -> None:
         *[f"| {label} | {n:,} | {w:.1f} | {s:.1f} | {k:.1f} | {c:.3f} |" for label, n, w, s, k, c in rows],
         "",
     ]
-    RESULTS.write_text("# Benchmark results\n\n" + "\n".join(table))
-    print("\n".join(table))
+    write_sections(table)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["absolute", "has_placeholder"]
+__all__ = ["absolute", "check_directory", "has_placeholder"]
 
 
 def has_placeholder(filename: str) -> bool:
     return "${" in filename
+
+
+def check_directory(filename: str, *, writable: bool = False) -> dict[str, list[str]]:
+    """The `filename` problems a connector's `validate` reports: its directory must exist (and be writable)."""
+    if has_placeholder(filename):
+        return {}  # resolved only where the task runs: checked then
+    parent = Path(filename).expanduser().resolve().parent
+    if not parent.is_dir():
+        return {"filename": [f"directory `{parent}` does not exist"]}
+    if writable and not os.access(parent, os.W_OK):
+        return {"filename": [f"directory `{parent}` is not writable"]}
+    return {}
 
 
 def absolute(filename: str) -> str:

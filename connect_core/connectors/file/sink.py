@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, Field
 
-from connect_core.connectors.file._paths import absolute, has_placeholder
+from connect_core.connectors.file._paths import absolute, check_directory
 from connect_core.sdk import (
     CommittedOffset,
     RetriableError,
@@ -95,14 +95,7 @@ class FileSinkConnector(SinkConnector[FileSinkConfig]):
     task_class = FileSinkTask
 
     def validate(self, config: FileSinkConfig) -> dict[str, list[str]]:
-        if has_placeholder(config.filename):
-            return {}  # resolved only where the task runs: checked then
-        parent = Path(config.filename).expanduser().resolve().parent
-        if not parent.is_dir():
-            return {"filename": [f"directory `{parent}` does not exist"]}
-        if not os.access(parent, os.W_OK):
-            return {"filename": [f"directory `{parent}` is not writable"]}
-        return {}
+        return check_directory(config.filename, writable=True)
 
     def task_configs(self, config: FileSinkConfig, max_tasks: int) -> list[dict[str, Any]]:
         # Several writers of one file would interleave lines: one task.

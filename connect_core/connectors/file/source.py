@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, Field
 
-from connect_core.connectors.file._paths import absolute, has_placeholder
+from connect_core.connectors.file._paths import absolute, check_directory
 from connect_core.sdk import (
     ConnectorConfig,
     Positions,
@@ -125,12 +125,7 @@ class FileSourceConnector(SourceConnector[FileSourceConfig]):
     task_class = FileSourceTask
 
     def validate(self, config: FileSourceConfig) -> dict[str, list[str]]:
-        if has_placeholder(config.filename):
-            return {}  # resolved only where the task runs: checked then
-        parent = Path(config.filename).expanduser().resolve().parent
-        if not parent.is_dir():
-            return {"filename": [f"directory `{parent}` does not exist"]}
-        return {}
+        return check_directory(config.filename)
 
     def task_configs(self, config: FileSourceConfig, max_tasks: int) -> list[dict[str, Any]]:
         # A file is one stream of bytes: one task reads it, whatever tasks.max says.
