@@ -8,7 +8,8 @@ opened at the first request, not at import (Airflow imports plugins early).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -23,14 +24,22 @@ __all__ = ["create_app"]
 
 
 def create_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., Any]] = ()) -> FastAPI:
+    lock = threading.Lock()
+    holder: dict[str, ConnectService] = {}
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if "svc" in holder:  # stop the change listener with the server
+            holder["svc"].close()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Connect REST API",
         version=__version__,
         description="Kafka Connect's REST API and RocketMQ Connect's routes for connect-core.",
         dependencies=[Depends(a) for a in auth],
     )
-    lock = threading.Lock()
-    holder: dict[str, ConnectService] = {}
 
     def connect_service() -> ConnectService:
         if "svc" not in holder:
