@@ -36,6 +36,7 @@ def test_schemathesis_finds_no_server_error(api: Served, runtime: Runtime, tmp_p
         capture_output=True,
         text=True,
         timeout=900,
+        cwd=tmp_path,  # schemathesis keeps a cache in its working directory
     )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     print(proc.stdout[-1500:])
