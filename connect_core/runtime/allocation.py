@@ -1,0 +1,147 @@
+"""Allocation strategies: which Spark pool runs which connector and task.
+
+Pure functions over plain data, so they are tested exhaustively and the
+rebalance sensor only decides *when* to call them.
+
+* `default`: RocketMQ Connect's `DefaultAllocateConnAndTaskStrategy`: pools
+  sorted by name; connectors (sorted by name) first, then every connector's
+  tasks in order, one running counter, round robin.
+* `consistent-hash`: RocketMQ's `AllocateConnAndTaskStrategyByConsistentHash`:
+  an MD5 ring (first 4 digest bytes, big-endian) with `virtual_nodes` per pool
+  (0: as many as there are pools); a connector is routed by its name, a task by
+  its config's RocketMQ string form.
+* `sticky` (default for new installs): keeps every item where it is while its
+  pool is alive, gives lost and new items to the least-loaded pools by capacity,
+  and moves only what a new pool should take to reach its share, like Kafka's
+  incremental cooperative assignor.
+
+See docs/research/rocketmq-allocation.md for RocketMQ's algorithms and tests.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["STRATEGIES", "Pool", "Work", "allocate", "consistent_hash", "default", "sticky", "work_items"]
+
+
+@dataclass(frozen=True)
+class Work:
+    """A unit of allocation: a connector (`task` None) or one of its tasks."""
+
+    connector: str
+    task: int | None = None
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    capacity: int = 1
+
+
+Assignment = dict[Work, str]
+TaskConfigs = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+def work_items(task_configs: TaskConfigs) -> list[Work]:
+    """Connectors first (by name), then each connector's tasks in order: RocketMQ's order."""
+    names = sorted(task_configs)
+    return [Work(n) for n in names] + [Work(n, i) for n in names for i in range(len(task_configs[n]))]
+
+
+def default(pools: Sequence[Pool], task_configs: TaskConfigs, previous: Assignment | None = None) -> Assignment:
+    names = sorted(p.name for p in pools)
+    if not names:
+        return {}
+    return {item: names[i % len(names)] for i, item in enumerate(work_items(task_configs))}
+
+
+def _md5(key: str) -> int:
+    return int.from_bytes(hashlib.md5(key.encode()).digest()[:4], "big")
+
+
+def rocketmq_task_key(config: Mapping[str, Any]) -> str:
+    """`ConnectKeyValue.toString()` of a task config (entry order as given; Java's differs for 2+ keys)."""
+    return "ConnectKeyValue{properties={" + ", ".join(f"{k}={v}" for k, v in config.items()) + "}}"
+
+
+def consistent_hash(
+    pools: Sequence[Pool], task_configs: TaskConfigs, previous: Assignment | None = None, virtual_nodes: int = 0
+) -> Assignment:
+    if not pools:
+        return {}
+    per_pool = virtual_nodes or len(pools)
+    ring: dict[int, str] = {}
+    for pool in pools:  # in the given order; a colliding hash overwrites, as in RocketMQ
+        for i in range(per_pool):
+            ring[_md5(f"{pool.name}-{i}")] = pool.name
+    keys = sorted(ring)
+
+    def route(key: str) -> str:
+        at = bisect.bisect_left(keys, _md5(key))
+        return ring[keys[at % len(keys)]]
+
+    result: Assignment = {}
+    for item in work_items(task_configs):
+        key = item.connector if item.task is None else rocketmq_task_key(task_configs[item.connector][item.task])
+        result[item] = route(key)
+    return result
+
+
+def sticky(pools: Sequence[Pool], task_configs: TaskConfigs, previous: Assignment | None = None) -> Assignment:
+    """Least movement: only lost, new, and over-share items move, towards capacity-weighted shares."""
+    if not pools:
+        return {}
+    capacity = {p.name: max(1, p.capacity) for p in pools}
+    items = work_items(task_configs)
+    total_capacity = sum(capacity.values())
+    share = {name: len(items) * cap / total_capacity for name, cap in capacity.items()}
+    limit = {name: math.ceil(s) for name, s in share.items()}
+    result: Assignment = {}
+    load = dict.fromkeys(capacity, 0)
+    homeless: list[Work] = []
+    for item in items:  # keep what may stay
+        pool = (previous or {}).get(item)
+        if pool in capacity and load[pool] < limit[pool]:
+            result[item] = pool
+            load[pool] += 1
+        else:
+            homeless.append(item)
+    # A new (or under-loaded) pool takes from pools above their share, newest items first.
+    for pool in sorted(capacity, key=lambda n: (load[n] / capacity[n], n)):
+        while load[pool] < math.floor(share[pool]):
+            donor = max(capacity, key=lambda n: (load[n] - share[n], n))
+            if load[donor] - share[donor] < 1:
+                break
+            moved = max((i for i, p in result.items() if p == donor), key=_newest)
+            result[moved] = pool
+            load[donor] -= 1
+            load[pool] += 1
+    for item in homeless:
+        pool = min(capacity, key=lambda n: (load[n] / capacity[n], n))
+        result[item] = pool
+        load[pool] += 1
+    return result
+
+
+def _newest(item: Work) -> tuple[bool, str, int]:
+    """Order of `work_items`: the last items (tasks, by connector and number) move first."""
+    return (item.task is not None, item.connector, -1 if item.task is None else item.task)
+
+
+STRATEGIES = {"default": default, "consistent-hash": consistent_hash, "sticky": sticky}
+
+
+def allocate(
+    strategy: str, pools: Sequence[Pool], task_configs: TaskConfigs, previous: Assignment | None = None
+) -> Assignment:
+    try:
+        fn = STRATEGIES[strategy]
+    except KeyError:
+        raise ValueError(f"unknown allocation strategy `{strategy}`: use one of {', '.join(STRATEGIES)}") from None
+    return fn(pools, task_configs, previous)
