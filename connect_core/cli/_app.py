@@ -82,9 +82,11 @@ def backend() -> Iterator[Any]:
             from connect_core.rest.service import ConnectService
 
             rt = Runtime.open()
+            service = ConnectService(rt)
             try:
-                yield ConnectService(rt)
+                yield service
             finally:
+                service.close()
                 rt.close()
 
 

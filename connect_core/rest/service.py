@@ -82,10 +82,6 @@ class ConnectService:
         The hot async endpoints use `fresh_snapshot()` instead, which trusts the counter
         the listener last heard (NOTIFY arrives within milliseconds of a commit).
         """
-        if self._changes is None:
-            with self._refresh:
-                if self._changes is None:
-                    self._changes = ChangeListener(self.rt.engine)
         version = self.rt.connectors.change_count()
         snap = self._snapshot
         if snap is None or snap.version < version:
@@ -108,9 +104,17 @@ class ConnectService:
         self._snapshot = None
 
     def fresh_snapshot(self) -> _Snapshot | None:
-        """The cached snapshot if it is current, without any I/O (for async endpoints); else None."""
+        """The cached snapshot if it is current, without any I/O (for async endpoints); else None.
+
+        The first call starts the listener that follows the change counter (only servers need it).
+        """
+        if self._changes is None:
+            with self._refresh:
+                if self._changes is None:
+                    self._changes = ChangeListener(self.rt.engine)
+            return None
         snap = self._snapshot
-        if snap is None or self._changes is None or snap.version < self._changes.version():
+        if snap is None or snap.version < self._changes.version():
             return None
         return snap
 
