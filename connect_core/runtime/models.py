@@ -28,12 +28,15 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 __all__ = [
     "SCHEMA",
+    "AssignmentRow",
     "Base",
     "ChangeCounterRow",
     "ConnectorRow",
     "ConnectorStatusRow",
+    "RebalanceLogRow",
     "SinkOffsetRow",
     "SourcePositionRow",
+    "SparkPoolRow",
     "TaskConfigRow",
     "TaskRunRow",
     "TaskStatusRow",
@@ -183,6 +186,44 @@ class ChangeCounterRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     n: Mapped[int] = mapped_column(BigInteger, server_default="0")
+
+
+class SparkPoolRow(Base):
+    """A named Spark execution target (the Connect "worker"); alive while it heartbeats."""
+
+    __tablename__ = "spark_pools"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    master: Mapped[str] = mapped_column(Text)
+    conf: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    capacity: Mapped[int] = mapped_column(Integer, server_default="1")
+    labels: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    heartbeat_at: Mapped[datetime] = _now()
+    created_at: Mapped[datetime] = _now()
+
+
+class AssignmentRow(Base):
+    """Which pool runs a connector (task_id -1) or task, as of which rebalance generation."""
+
+    __tablename__ = "assignments"
+
+    connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
+    task_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pool: Mapped[str] = mapped_column(Text)
+    generation: Mapped[int] = mapped_column(BigInteger)
+
+
+class RebalanceLogRow(Base):
+    __tablename__ = "rebalance_log"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    generation: Mapped[int] = mapped_column(BigInteger)
+    strategy: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str] = mapped_column(Text)
+    moved: Mapped[int] = mapped_column(Integer)
+    old: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    new: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _now()
 
 
 class TopicSegmentRow(Base):

@@ -1,0 +1,83 @@
+"""Spark pools in the metadata store, and rebalancing with generations and fencing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text
+
+from connect_core.runtime.allocation import Work
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.models import RebalanceLogRow
+from connect_core.runtime.pools import PoolStore
+from connect_core.runtime.runs import CommitRequest
+from connect_core.sdk import FencedError, SourcePosition
+from connect_core.sdk.errors import ConfigError
+
+
+@pytest.fixture
+def pools(runtime: Runtime) -> PoolStore:
+    return PoolStore(runtime.engine)
+
+
+def _counters(runtime: Runtime, tmp_path: Path, n: int = 2, tasks: int = 2) -> None:
+    from connect_core.runtime.plugins import PluginRegistry
+
+    runtime.registry = PluginRegistry([Path(__file__).resolve().parents[2] / "examples" / "plugins"])
+    for i in range(n):
+        runtime.create_connector(f"c{i}", {"connector.class": "CounterSource", "topic": f"t{i}", "tasks.max": tasks})
+
+
+def _expire(runtime: Runtime, pool: str) -> None:
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE connect.spark_pools SET heartbeat_at = now() - interval '1 hour' WHERE name = :n"), {"n": pool}
+        )
+
+
+def test_a_local_pool_exists_out_of_the_box(pools: PoolStore) -> None:
+    (local,) = pools.list(heartbeat_timeout=3600 * 24 * 365)
+    assert (local.name, local.master, local.capacity) == ("local", "local[*]", 2)
+
+
+def test_pool_names_and_capacity_are_checked(pools: PoolStore) -> None:
+    with pytest.raises(ConfigError, match="invalid pool name"):
+        pools.add("a b", "local[1]")
+    with pytest.raises(ConfigError, match="capacity"):
+        pools.add("a", "local[1]", capacity=0)
+
+
+def test_rebalance_spreads_then_moves_only_lost_work(runtime: Runtime, pools: PoolStore, tmp_path: Path) -> None:
+    _counters(runtime, tmp_path)  # 2 connectors + 4 tasks
+    pools.add("a", "spark://127.0.0.1:7077", capacity=2)
+    pools.remove("local")
+    first = pools.rebalance("sticky", heartbeat_timeout=60, reason="initial")
+    assert first.generation == 1 and set(first.assignment.values()) == {"a"}
+
+    pools.add("b", "spark://127.0.0.1:7078", capacity=2)
+    second = pools.rebalance("sticky", heartbeat_timeout=60, reason="pool b joined")
+    assert second.generation == 2 and second.moved == 3  # b takes its half of 6 items
+    assert pools.rebalance("sticky", heartbeat_timeout=60, reason="no change").moved == 0
+
+    _expire(runtime, "b")
+    third = pools.rebalance("sticky", heartbeat_timeout=60, reason="pool b lost")
+    assert third.moved == 3 and set(third.assignment.values()) == {"a"}
+    with runtime.engine.connect() as conn:
+        log = conn.execute(
+            select(RebalanceLogRow.generation, RebalanceLogRow.reason).order_by(RebalanceLogRow.id)
+        ).all()
+    assert [tuple(r) for r in log] == [(1, "initial"), (2, "pool b joined"), (3, "pool b lost")]
+
+
+def test_a_task_moved_off_its_pool_cannot_commit(runtime: Runtime, pools: PoolStore, tmp_path: Path) -> None:
+    _counters(runtime, tmp_path, n=1, tasks=1)
+    pools.add("a", "local[1]")
+    pools.rebalance("sticky", heartbeat_timeout=60, reason="initial")
+    owner = pools.assignment()[Work("c0", 0)][0]
+    lease = runtime.runs.acquire("c0", 0, lease_seconds=60)  # a run on the current owner
+    _expire(runtime, owner)  # its pool dies mid-run
+    result = pools.rebalance("sticky", heartbeat_timeout=60, reason=f"{owner} lost")
+    assert result.assignment[Work("c0", 0)] != owner
+    with pytest.raises(FencedError):
+        runtime.runs.commit(lease, CommitRequest(positions=[SourcePosition({"counter": 0}, {"next": 5})]))
