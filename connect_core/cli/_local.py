@@ -125,3 +125,72 @@ def airflow_up(
 
         code = run_platform(platform, on_ready=ready)
     raise typer.Exit(code)
+
+
+pools_app = typer.Typer(help="Spark pools: where tasks run (the Connect workers).", no_args_is_help=True)
+app.add_typer(pools_app, name="pools")
+HeartbeatOpt = Annotated[float, typer.Option(help="Seconds without a heartbeat before a pool is dead")]
+
+
+@pools_app.command("add")
+def pools_add(
+    name: str,
+    master: Annotated[str, typer.Option(help="local[n], spark://host:port, yarn or k8s://…")],
+    capacity: Annotated[int, typer.Option(help="Concurrent tasks the pool takes")] = 1,
+) -> None:
+    """Register (or update) a Spark pool."""
+    from connect_core.runtime.pools import PoolStore
+
+    with runtime() as rt:
+        PoolStore(rt.engine).add(name, master, capacity=capacity)
+    out.print(f"pool [bold]{name}[/bold] ({master}, capacity {capacity})")
+
+
+@pools_app.command("remove")
+def pools_remove(name: str) -> None:
+    """Remove a Spark pool (its work moves at the next rebalance)."""
+    from connect_core.runtime.pools import PoolStore
+
+    with runtime() as rt:
+        PoolStore(rt.engine).remove(name)
+    out.print(f"removed pool [bold]{name}[/bold]")
+
+
+@pools_app.command("list")
+def pools_list(output: OutputOpt = "table", heartbeat_timeout: HeartbeatOpt = 60.0) -> None:
+    """Pools with their health and what runs on them."""
+    from connect_core.runtime.pools import PoolStore
+
+    with runtime() as rt:
+        store = PoolStore(rt.engine)
+        found, assignment = store.list(heartbeat_timeout), store.assignment()
+    running: dict[str, list[str]] = {}
+    for work, (pool, _generation) in sorted(assignment.items(), key=lambda kv: (kv[0].connector, kv[0].task or -1)):
+        running.setdefault(pool, []).append(work.connector if work.task is None else f"{work.connector}-{work.task}")
+    if output == "json":
+        print_json([{**p.__dict__, "running": running.get(p.name, [])} for p in found])
+        return
+    table = Table("pool", "master", "capacity", "alive", "last heartbeat s", "running")
+    for p in found:
+        table.add_row(
+            p.name,
+            p.master,
+            str(p.capacity),
+            "yes" if p.alive else "NO",
+            f"{p.seconds_since_heartbeat:.0f}",
+            ", ".join(running.get(p.name, [])),
+        )
+    out.print(table)
+
+
+@app.command()
+def rebalance(
+    strategy: Annotated[str, typer.Option(help="sticky, default or consistent-hash")] = "sticky",
+    heartbeat_timeout: HeartbeatOpt = 60.0,
+) -> None:
+    """Allocate connectors and tasks over the live pools now (the rebalance sensor does this on changes)."""
+    from connect_core.runtime.pools import PoolStore
+
+    with runtime() as rt:
+        result = PoolStore(rt.engine).rebalance(strategy, heartbeat_timeout, reason="connect rebalance (CLI)")
+    out.print(f"generation {result.generation}: {result.moved} item(s) moved")

@@ -1,6 +1,7 @@
 """Spark pools (the Connect workers) and rebalancing tasks across them.
 
-A pool is alive while it heartbeats within `heartbeat_timeout` (database time).
+A pool is alive while it heartbeats within `heartbeat_timeout` (database time);
+a `local[…]` pool is the machine the runner runs on, so it is always alive.
 `rebalance` runs an allocation strategy over the live pools and, if anything
 moves, writes the new assignments under generation + 1 in one transaction and
 bumps the fencing generation of every moved task, so a run still going on a
@@ -84,7 +85,15 @@ class PoolStore:
             age = func.extract("epoch", func.now() - SparkPoolRow.heartbeat_at)
             rows = s.execute(select(SparkPoolRow, age).order_by(SparkPoolRow.name)).all()
         return [
-            PoolInfo(r.name, r.master, r.conf, r.capacity, r.labels, float(a) <= heartbeat_timeout, float(a))
+            PoolInfo(
+                r.name,
+                r.master,
+                r.conf,
+                r.capacity,
+                r.labels,
+                _is_local(r.master) or float(a) <= heartbeat_timeout,
+                float(a),
+            )
             for r, a in rows
         ]
 
@@ -100,7 +109,11 @@ class PoolStore:
             # One rebalance at a time, whoever runs it (sensors on several schedulers).
             s.execute(text("SELECT pg_advisory_xact_lock(hashtext('connect_core.rebalance'))"))
             cutoff = func.now() - timedelta(seconds=heartbeat_timeout)
-            live = s.scalars(select(SparkPoolRow).where(SparkPoolRow.heartbeat_at >= cutoff)).all()
+            live = s.scalars(
+                select(SparkPoolRow).where(
+                    (SparkPoolRow.heartbeat_at >= cutoff) | SparkPoolRow.master.startswith("local")
+                )
+            ).all()
             tasks: dict[str, list[dict[str, Any]]] = {}
             for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
                 tasks.setdefault(t.connector, []).append(t.config)
@@ -141,6 +154,10 @@ class PoolStore:
                 )
             )
             return RebalanceResult(generation, len(moved), new)
+
+
+def _is_local(master: str) -> bool:
+    return master.startswith("local")
 
 
 def _work(connector: str, task_id: int) -> Work:

@@ -72,7 +72,9 @@ def test_rebalance_spreads_then_moves_only_lost_work(runtime: Runtime, pools: Po
 
 def test_a_task_moved_off_its_pool_cannot_commit(runtime: Runtime, pools: PoolStore, tmp_path: Path) -> None:
     _counters(runtime, tmp_path, n=1, tasks=1)
-    pools.add("a", "local[1]")
+    pools.add("a", "spark://127.0.0.1:7077")
+    pools.add("b", "spark://127.0.0.1:7078")
+    pools.remove("local")
     pools.rebalance("sticky", heartbeat_timeout=60, reason="initial")
     owner = pools.assignment()[Work("c0", 0)][0]
     lease = runtime.runs.acquire("c0", 0, lease_seconds=60)  # a run on the current owner
@@ -81,3 +83,10 @@ def test_a_task_moved_off_its_pool_cannot_commit(runtime: Runtime, pools: PoolSt
     assert result.assignment[Work("c0", 0)] != owner
     with pytest.raises(FencedError):
         runtime.runs.commit(lease, CommitRequest(positions=[SourcePosition({"counter": 0}, {"next": 5})]))
+
+
+def test_a_local_pool_needs_no_heartbeat(runtime: Runtime, pools: PoolStore, tmp_path: Path) -> None:
+    _counters(runtime, tmp_path, n=1, tasks=1)
+    _expire(runtime, "local")
+    assert pools.list(heartbeat_timeout=60)[0].alive
+    assert set(pools.rebalance("sticky", 60, reason="initial").assignment.values()) == {"local"}
