@@ -22,6 +22,11 @@ class RestClient:
         self._http.close()
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        resp = self._send(method, path, **kwargs)
+        return resp.json() if resp.content else None
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The response of a 2xx; any other status raises the SDK error it stands for."""
         try:
             resp = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -35,7 +40,7 @@ class RestClient:
                 resp.status_code, ConnectError
             )
             raise kind(f"{message} (HTTP {resp.status_code})")
-        return resp.json() if resp.content else None
+        return resp
 
     def _rocketmq(self, path: str) -> Any:
         return self._call("GET", path)["body"]
@@ -67,9 +72,7 @@ class RestClient:
         return dict(self._call("POST", "/connectors", json=body))
 
     def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
-        resp = self._http.put(f"/connectors/{name}/config", json=dict(config))
-        if resp.status_code >= 400:
-            self._call("PUT", f"/connectors/{name}/config", json=dict(config))  # raises the mapped error
+        resp = self._send("PUT", f"/connectors/{name}/config", json=dict(config))
         return resp.status_code == 201, dict(resp.json())
 
     def delete(self, name: str) -> None:

@@ -96,9 +96,6 @@ class ConnectService:
     def server_info(self) -> dict[str, Any]:
         return {"version": __version__, "commit": "connect-core", "kafka_cluster_id": "connect-core"}
 
-    def _snap(self) -> _Snapshot:
-        return self.snapshot()
-
     def _changed(self) -> None:
         """This service wrote: drop the snapshot so its next read sees the write."""
         self._snapshot = None
@@ -119,17 +116,17 @@ class ConnectService:
         return snap
 
     def names(self) -> list[str]:
-        return list(self._snap().names)
+        return list(self.snapshot().names)
 
     def info(self, name: str) -> dict[str, Any]:
-        found = self._snap().info.get(name)
+        found = self.snapshot().info.get(name)
         return found if found is not None else _info_dict(self.rt.connectors.get(name))
 
     def config(self, name: str) -> dict[str, Any]:
         return mask_config({**self.rt.connectors.get(name).config, "name": name})
 
     def status(self, name: str) -> dict[str, Any]:
-        found = self._snap().status.get(name)
+        found = self.snapshot().status.get(name)
         return found if found is not None else _status_dict(self.rt.connectors.status(name))
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
@@ -150,7 +147,7 @@ class ConnectService:
         return {name: {"topics": sorted(topics)}}
 
     def expanded(self, expand: list[str]) -> dict[str, Any]:
-        return self._snap().expanded(expand)
+        return self.snapshot().expanded(expand)
 
     def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         """The last task runs (an extension of Kafka's API: micro-batch runs have no Kafka equivalent)."""
@@ -313,7 +310,7 @@ class ConnectService:
 
     # -- plugins ----------------------------------------------------------------
 
-    def plugins(self, connectors_only: bool = True) -> list[dict[str, Any]]:
+    def plugins(self) -> list[dict[str, Any]]:
         return [
             {"class": p.class_path, "type": p.type, "version": p.version, "name": p.name, "aliases": p.aliases}
             for p in sorted(self.rt.registry.plugins().values(), key=lambda p: p.name)
