@@ -27,9 +27,10 @@ from airflow.sdk import (
 from sqlalchemy import Engine, func, select
 
 from connect_core.airflow.operator import ConnectTaskOperator
-from connect_core.runtime.airflow_client import DAG_PREFIX, dag_id_for
+from connect_core.airflow.rebalance import REBALANCE_DAG_ID, rebalance_dag
+from connect_core.runtime.airflow_client import DAG_PREFIX, airflow_pool_for, dag_id_for
 from connect_core.runtime.db import database_url, make_engine
-from connect_core.runtime.models import ConnectorRow, TaskConfigRow
+from connect_core.runtime.models import AssignmentRow, ConnectorRow, TaskConfigRow
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.secrets import mask_config
 from connect_core.runtime.settings import Settings
@@ -51,6 +52,12 @@ def topic_asset(topic: str) -> Asset:
 def build_dags(settings: Settings | None = None, engine: Engine | None = None) -> dict[str, DAG]:
     """Every connector's DAG by dag id (only the one being run, inside a task)."""
     settings = settings or Settings()
+    wanted = get_parsing_context().dag_id
+    dags: dict[str, DAG] = {}
+    if wanted in (None, REBALANCE_DAG_ID):
+        dags[REBALANCE_DAG_ID] = rebalance_dag()
+        if wanted is not None:
+            return dags
     own_engine = engine is None
     if engine is None and settings.embedded and not (settings.pgdata / "PG_VERSION").exists():
         # Do not let every Airflow process start an empty embedded Postgres of its own.
@@ -59,14 +66,13 @@ def build_dags(settings: Settings | None = None, engine: Engine | None = None) -
             f"no Connect metadata store at `{settings.pgdata}`"
         )
     engine = engine or make_engine(database_url(settings))
-    wanted = get_parsing_context().dag_id
     try:
         rows = _connectors(engine, only=wanted)
+        placed = _placements(engine)
     finally:
         if own_engine:
             engine.dispose()
     registry = PluginRegistry(settings.plugin_dirs())
-    dags: dict[str, DAG] = {}
     for row in rows:
         name, connector_class, type_, config, target_state, task_count = row
         try:
@@ -76,7 +82,7 @@ def build_dags(settings: Settings | None = None, engine: Engine | None = None) -
         except Exception:  # one broken connector must not hide the others
             log.exception("connector `%s` could not be compiled to a DAG", name)
             continue
-        dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs)
+        dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed)
         dags[dag.dag_id] = dag
     return dags
 
@@ -101,6 +107,13 @@ def _connectors(engine: Engine, only: str | None) -> list[Any]:
     return [r for r in rows if only is None or dag_id_for(r[0]) == only]
 
 
+def _placements(engine: Engine) -> dict[tuple[str, int], str]:
+    """The Spark pool of every assigned task, for its Airflow pool."""
+    with engine.connect() as conn:
+        rows = conn.execute(select(AssignmentRow.connector, AssignmentRow.task_id, AssignmentRow.pool)).all()
+    return {(c, t): p for c, t, p in rows}
+
+
 def _dag(
     name: str,
     connector_class: str,
@@ -110,6 +123,7 @@ def _dag(
     target_state: str,
     task_count: int,
     outputs: list[str],
+    placed: dict[tuple[str, int], str],
 ) -> DAG:
     dag = DAG(
         dag_id=dag_id_for(name),
@@ -134,6 +148,9 @@ def _dag(
             connect_task_id=task_id,
             precheck=model.precheck,
             outlets=outlets,
+            # A slot of its Spark pool's Airflow pool, as of the last rebalance (the task itself
+            # resolves its pool again at run time, and its commit is fenced by generation).
+            pool=airflow_pool_for(placed[name, task_id]) if (name, task_id) in placed else None,
             dag=dag,
         )
     return dag

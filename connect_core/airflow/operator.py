@@ -15,16 +15,17 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowSkipException
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.precheck import has_new_data
+from connect_core.runtime.rebalancer import Placement, place
 from connect_core.runtime.submit import RUNNER_MAIN, runner_args, runner_env, spark_conf
 
 __all__ = ["DEFAULT_SPARK_CONN_ID", "ConnectTaskOperator"]
 
-#: The Airflow connection naming the Spark master; without it, CONNECT_SPARK_MASTER (default local[*]).
+#: An optional Airflow connection with spark-submit settings (deploy mode, binary, queue); the
+#: master always comes from the Spark pool the task is assigned to.
 DEFAULT_SPARK_CONN_ID = "connect_spark"
 
 
@@ -52,7 +53,7 @@ class ConnectTaskOperator(SparkSubmitOperator):
         self.connector = connector
         self.connect_task_id = connect_task_id
         self.precheck = precheck
-        self._default_master = "local[*]"
+        self._placement: Placement | None = None
 
     def execute(self, context: Any) -> None:
         runtime = Runtime.open(upgrade=False)
@@ -64,14 +65,35 @@ class ConnectTaskOperator(SparkSubmitOperator):
                 raise AirflowSkipException("nothing new since the last commit: Spark not started")
             # Resolved here, on the worker, so the database URL never enters the serialized DAG.
             self.env_vars = {**runner_env(runtime.settings, runtime.database_url), **(self.env_vars or {})}
-            self._default_master = runtime.settings.spark_master
+            # Run where the current assignment says; the runner re-checks it under the task's row lock.
+            self._placement = place(runtime.engine, runtime.settings, self.connector, self.connect_task_id)
+            self.conf = spark_conf({**self._placement.conf, **(self.conf or {})})
+            self.application_args = runner_args(self.connector, self.connect_task_id, self._placement.pool)
+            self.log.info(
+                "task `%s-%s` runs on Spark pool `%s` (%s), rebalance generation %s",
+                self.connector,
+                self.connect_task_id,
+                self._placement.pool,
+                self._placement.master,
+                self._placement.generation,
+            )
             before = _last_run_id(runtime, self.connector, self.connect_task_id)
-            super().execute(context)
+            failure: Exception | None = None
+            try:
+                super().execute(context)
+            except Exception as exc:  # spark-submit's exit code; the run's own record says why
+                failure = exc
             run = _last_run(runtime, self.connector, self.connect_task_id)
         finally:
             runtime.close()
-        if run is None or run["run_id"] == before:
-            raise AirflowSkipException("the runner made no run (connector paused or stopped meanwhile)")
+        fresh = run is not None and run["run_id"] != before
+        if run is not None and fresh and run["state"] == "FENCED":
+            # Superseded by a rebalance or a config change: the newer run owns the task. Not a failure.
+            raise AirflowSkipException(f"run {run['run_id']} was fenced: {run.get('error') or 'superseded'}")
+        if failure is not None:
+            raise failure
+        if run is None or not fresh:
+            raise AirflowSkipException("the runner made no run (connector paused or stopped, or task moved meanwhile)")
         self.log.info(
             "run %s: %s, %s row(s), stats %s", run["run_id"], run["state"], run["stats"].get("rows"), run["stats"]
         )
@@ -80,11 +102,8 @@ class ConnectTaskOperator(SparkSubmitOperator):
 
     def _get_hook(self) -> SparkSubmitHook:
         hook = super()._get_hook()
-        try:
-            BaseHook.get_connection(self._conn_id)
-        except Exception:
-            # No such connection: the provider would fall back to yarn; use CONNECT_SPARK_MASTER.
-            hook._connection["master"] = self._default_master
+        if self._placement is not None:
+            hook._connection["master"] = self._placement.master
         return hook
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from connect_core.cli import _local, _manage  # noqa: F401  (they register their commands)
+from connect_core.cli import _local, _manage, _pools  # noqa: F401  (they register their commands)
 from connect_core.cli._app import app
 
 __all__ = ["app", "main"]

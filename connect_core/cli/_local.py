@@ -19,25 +19,38 @@ app.add_typer(airflow_app, name="airflow")
 @app.command()
 def run(
     name: str,
-    master: Annotated[str | None, typer.Option(help="Spark master (default CONNECT_SPARK_MASTER or local[*])")] = None,
+    master: Annotated[
+        str | None, typer.Option(help="Run on this Spark master instead of the task's assigned pool")
+    ] = None,
     task: Annotated[int | None, typer.Option(help="Run only this task")] = None,
     output: OutputOpt = "table",
 ) -> None:
     """Run every task of a connector once, each through a real spark-submit of the runner."""
+    from connect_core.runtime.rebalancer import place
     from connect_core.runtime.submit import submit_task
 
     with runtime() as rt:
         info = rt.connectors.get(name)
         task_ids = [task] if task is not None else list(range(len(info.tasks)))
-        results = [submit_task(rt.settings, rt.database_url, name, t, master=master) for t in task_ids]
+        results, pools = [], []
+        for t in task_ids:
+            placement = None if master else place(rt.engine, rt.settings, name, t)
+            pools.append(placement.pool if placement else master or "")
+            results.append(submit_task(rt.settings, rt.database_url, name, t, master=master, placement=placement))
     if output == "json":
-        print_json([{**r.result, "exit_code": r.exit_code, "wall_s": r.wall_s} for r in results])
+        print_json(
+            [
+                {**r.result, "pool": p, "exit_code": r.exit_code, "wall_s": r.wall_s}
+                for r, p in zip(results, pools, strict=True)
+            ]
+        )
     else:
-        table = Table("task", "run", "state", "rows", "wall s", "start-up s", "work s")
-        for r in results:
+        table = Table("task", "pool", "run", "state", "rows", "wall s", "start-up s", "work s")
+        for r, pool in zip(results, pools, strict=True):
             work = r.result.get("timings", {}).get("run_s", 0.0)
             table.add_row(
                 str(r.task_id),
+                pool,
                 str(r.result.get("run_id", "")),
                 r.state,
                 str(r.result.get("rows", "")),
@@ -125,72 +138,3 @@ def airflow_up(
 
         code = run_platform(platform, on_ready=ready)
     raise typer.Exit(code)
-
-
-pools_app = typer.Typer(help="Spark pools: where tasks run (the Connect workers).", no_args_is_help=True)
-app.add_typer(pools_app, name="pools")
-HeartbeatOpt = Annotated[float, typer.Option(help="Seconds without a heartbeat before a pool is dead")]
-
-
-@pools_app.command("add")
-def pools_add(
-    name: str,
-    master: Annotated[str, typer.Option(help="local[n], spark://host:port, yarn or k8s://…")],
-    capacity: Annotated[int, typer.Option(help="Concurrent tasks the pool takes")] = 1,
-) -> None:
-    """Register (or update) a Spark pool."""
-    from connect_core.runtime.pools import PoolStore
-
-    with runtime() as rt:
-        PoolStore(rt.engine).add(name, master, capacity=capacity)
-    out.print(f"pool [bold]{name}[/bold] ({master}, capacity {capacity})")
-
-
-@pools_app.command("remove")
-def pools_remove(name: str) -> None:
-    """Remove a Spark pool (its work moves at the next rebalance)."""
-    from connect_core.runtime.pools import PoolStore
-
-    with runtime() as rt:
-        PoolStore(rt.engine).remove(name)
-    out.print(f"removed pool [bold]{name}[/bold]")
-
-
-@pools_app.command("list")
-def pools_list(output: OutputOpt = "table", heartbeat_timeout: HeartbeatOpt = 60.0) -> None:
-    """Pools with their health and what runs on them."""
-    from connect_core.runtime.pools import PoolStore
-
-    with runtime() as rt:
-        store = PoolStore(rt.engine)
-        found, assignment = store.list(heartbeat_timeout), store.assignment()
-    running: dict[str, list[str]] = {}
-    for work, (pool, _generation) in sorted(assignment.items(), key=lambda kv: (kv[0].connector, kv[0].task or -1)):
-        running.setdefault(pool, []).append(work.connector if work.task is None else f"{work.connector}-{work.task}")
-    if output == "json":
-        print_json([{**p.__dict__, "running": running.get(p.name, [])} for p in found])
-        return
-    table = Table("pool", "master", "capacity", "alive", "last heartbeat s", "running")
-    for p in found:
-        table.add_row(
-            p.name,
-            p.master,
-            str(p.capacity),
-            "yes" if p.alive else "NO",
-            f"{p.seconds_since_heartbeat:.0f}",
-            ", ".join(running.get(p.name, [])),
-        )
-    out.print(table)
-
-
-@app.command()
-def rebalance(
-    strategy: Annotated[str, typer.Option(help="sticky, default or consistent-hash")] = "sticky",
-    heartbeat_timeout: HeartbeatOpt = 60.0,
-) -> None:
-    """Allocate connectors and tasks over the live pools now (the rebalance sensor does this on changes)."""
-    from connect_core.runtime.pools import PoolStore
-
-    with runtime() as rt:
-        result = PoolStore(rt.engine).rebalance(strategy, heartbeat_timeout, reason="connect rebalance (CLI)")
-    out.print(f"generation {result.generation}: {result.moved} item(s) moved")

@@ -16,7 +16,7 @@ from connect_core.cli._app import OutputOpt, app, backend, err, load_config, out
 
 ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="JSON file of the connector config, or -")]
 offsets_app = typer.Typer(help="Committed source positions / sink offsets (Kafka's offsets API).", no_args_is_help=True)
-allocated_app = typer.Typer(help="What this runtime runs (RocketMQ's allocated views).", no_args_is_help=True)
+allocated_app = typer.Typer(help="What the Spark pools run (RocketMQ's allocated views).", no_args_is_help=True)
 app.add_typer(offsets_app, name="offsets")
 app.add_typer(allocated_app, name="allocated")
 
@@ -178,24 +178,27 @@ def cluster_info(output: OutputOpt = "table") -> None:
     """Workers of the cluster (RocketMQ's getClusterInfo)."""
     with backend() as svc:
         workers = svc.cluster_info()
-    table = Table("worker", "spark master", "alive")
+    table = Table("worker (Spark pool)", "spark master", "alive", "allocated")
     for w in workers:
-        table.add_row(w["workerId"], w["sparkMaster"], str(w["alive"]))
+        table.add_row(w["workerId"], w["sparkMaster"], str(w["alive"]), ", ".join(w["allocated"]))
     _emit(workers, output, table)
 
 
+PoolOpt = Annotated[str | None, typer.Option(help="Only what this Spark pool runs")]
+
+
 @allocated_app.command("connectors")
-def allocated_connectors() -> None:
-    """Connector configs allocated to this runtime (secrets masked)."""
+def allocated_connectors(pool: PoolOpt = None) -> None:
+    """Connector configs allocated to a Spark pool, or to any (secrets masked)."""
     with backend() as svc:
-        print_json(svc.allocated_connectors())
+        print_json(svc.allocated_connectors(pool))
 
 
 @allocated_app.command("tasks")
-def allocated_tasks() -> None:
-    """Task configs allocated to this runtime (secrets masked)."""
+def allocated_tasks(pool: PoolOpt = None) -> None:
+    """Task configs allocated to a Spark pool, or to any (secrets masked)."""
     with backend() as svc:
-        print_json(svc.allocated_tasks())
+        print_json(svc.allocated_tasks(pool))
 
 
 @offsets_app.command("get")

@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 
 from connect_core import __version__
-from connect_core.rest import kafka, rocketmq
+from connect_core.rest import kafka, pools, rocketmq
 from connect_core.rest.errors import install_error_handlers
 from connect_core.rest.service import ConnectService
 from connect_core.runtime.context import Runtime
@@ -54,5 +54,6 @@ def create_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., A
     # /connectors/{connector} does not swallow them.
     app.include_router(rocketmq.router)
     app.include_router(kafka.router)
+    app.include_router(pools.router)
     app.include_router(rocketmq.prefixed_router, prefix="/rocketmq")
     return app

@@ -42,8 +42,8 @@ class RestClient:
             raise kind(f"{message} (HTTP {resp.status_code})")
         return resp
 
-    def _rocketmq(self, path: str) -> Any:
-        return self._call("GET", path)["body"]
+    def _rocketmq(self, path: str, pool: str | None = None) -> Any:
+        return self._call("GET", path, params={"pool": pool} if pool else None)["body"]
 
     # the ConnectService surface the CLI uses
     def names(self) -> list[str]:
@@ -109,8 +109,27 @@ class RestClient:
     def cluster_info(self) -> list[dict[str, Any]]:
         return list(self._rocketmq("/getClusterInfo"))
 
-    def allocated_connectors(self) -> dict[str, Any]:
-        return dict(self._rocketmq("/allocated/connectors"))
+    def allocated_connectors(self, pool: str | None = None) -> dict[str, Any]:
+        return dict(self._rocketmq("/allocated/connectors", pool))
 
-    def allocated_tasks(self) -> dict[str, Any]:
-        return dict(self._rocketmq("/allocated/tasks"))
+    def allocated_tasks(self, pool: str | None = None) -> dict[str, Any]:
+        return dict(self._rocketmq("/allocated/tasks", pool))
+
+    def pools(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/pools"))
+
+    def put_pool(self, name: str, spec: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        resp = self._send("PUT", f"/pools/{name}", json={k: v for k, v in spec.items() if v is not None})
+        return resp.status_code == 201, dict(resp.json())
+
+    def delete_pool(self, name: str) -> None:
+        self._call("DELETE", f"/pools/{name}")
+
+    def pool_heartbeat(self, name: str) -> None:
+        self._call("POST", f"/pools/{name}/heartbeat")
+
+    def rebalance(self, strategy: str | None = None) -> dict[str, Any]:
+        return dict(self._call("POST", "/rebalance", json={"strategy": strategy}))
+
+    def rebalances(self, limit: int = 20) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/rebalances", params={"limit": limit}))

@@ -120,16 +120,19 @@ for _router in (router, prefixed_router):
     )
 
 
+PoolQuery = Annotated[str | None, Query(description="A Spark pool (worker); every pool when absent.")]
+
+
 @_route("GET", "/allocated/connectors")
-def allocated_connectors(svc: Svc) -> dict[str, Any]:
-    """Connector configs allocated to this worker."""
-    return svc.allocated_connectors()
+def allocated_connectors(svc: Svc, pool: PoolQuery = None) -> dict[str, Any]:
+    """Connector configs allocated to a Spark pool (the worker), or to any pool."""
+    return svc.allocated_connectors(pool)
 
 
 @_route("GET", "/allocated/tasks")
-def allocated_tasks(svc: Svc) -> dict[str, Any]:
-    """Task configs allocated to this worker."""
-    return svc.allocated_tasks()
+def allocated_tasks(svc: Svc, pool: PoolQuery = None) -> dict[str, Any]:
+    """Task configs allocated to a Spark pool (the worker), or to any pool."""
+    return svc.allocated_tasks(pool)
 
 
 def _pause_all(svc: ConnectService, state: str) -> str:

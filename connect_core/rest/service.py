@@ -14,9 +14,12 @@ from typing import Any
 
 from connect_core import __version__
 from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
+from connect_core.runtime.allocation import STRATEGIES
 from connect_core.runtime.changes import ChangeListener
 from connect_core.runtime.connectors_store import TARGET_STATES, ConnectorInfo, ConnectorStatus
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.pools import PoolStore
+from connect_core.runtime.rebalancer import Rebalancer, sync_airflow_pools
 from connect_core.runtime.secrets import mask_config, mask_text
 from connect_core.runtime.validation import config_infos
 from connect_core.sdk.config import SinkConnectorConfig
@@ -157,16 +160,97 @@ class ConnectService:
             for r in self.rt.connectors.last_runs(name, limit=limit)
         ]
 
-    # -- RocketMQ's cluster views ------------------------------------------------
+    # -- Spark pools (the workers) and RocketMQ's cluster views ----------------
+
+    def _pools(self) -> PoolStore:
+        return PoolStore(self.rt.engine)
+
+    def pools(self) -> list[dict[str, Any]]:
+        """Every pool with its health and the connectors and tasks assigned to it."""
+        running: dict[str, list[str]] = {}
+        for work, (pool, _generation) in sorted(
+            self._pools().assignment().items(),
+            key=lambda kv: (kv[0].connector, -1 if kv[0].task is None else kv[0].task),
+        ):
+            running.setdefault(pool, []).append(
+                work.connector if work.task is None else f"{work.connector}-{work.task}"
+            )
+        return [
+            {**_masked_pool(p.to_dict()), "running": running.get(p.name, [])}
+            for p in self._pools().list(self.rt.settings.heartbeat_timeout)
+        ]
+
+    def pool(self, name: str) -> dict[str, Any]:
+        for p in self.pools():
+            if p["name"] == name:
+                return p
+        raise NotFoundError(f"Spark pool `{name}` not found")
+
+    def put_pool(self, name: str, spec: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """Register or update a pool (and its Airflow pool's slots when Airflow is configured)."""
+        created = name not in {p.name for p in self._pools().list(0)}
+        self._pools().add(
+            name,
+            str(spec.get("master") or ""),
+            capacity=int(spec.get("capacity", 1)),
+            conf=spec.get("conf") or {},
+            labels=spec.get("labels") or {},
+            probe_url=spec.get("probe_url"),
+        )
+        sync_airflow_pools(self._pools(), AirflowClient.from_settings(self.rt.settings))
+        return created, self.pool(name)
+
+    def delete_pool(self, name: str) -> None:
+        self._pools().remove(name)
+        sync_airflow_pools(self._pools(), AirflowClient.from_settings(self.rt.settings))
+
+    def pool_heartbeat(self, name: str) -> None:
+        self._pools().heartbeat(name)
+
+    def rebalance(self, strategy: str | None = None) -> dict[str, Any]:
+        """Rebalance now (the sensor does this on its own when pools or connectors change)."""
+        settings = self.rt.settings
+        strategy = strategy or settings.rebalance_strategy
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"unknown strategy `{strategy}`", {"strategy": [f"one of {', '.join(STRATEGIES)}"]})
+        rebalancer = Rebalancer(self._pools(), strategy, settings.heartbeat_timeout, settings.rebalance_max_delay)
+        rebalancer.check()  # probe first: decide on fresh liveness
+        result = rebalancer.rebalance()
+        return {"generation": result.generation, "moved": result.moved, "reason": result.reason, "strategy": strategy}
+
+    def rebalances(self, limit: int = 20) -> list[dict[str, Any]]:
+        return self._pools().history(limit)
 
     def cluster_info(self) -> list[dict[str, Any]]:
-        return [{"workerId": WORKER_ID, "sparkMaster": self.rt.settings.spark_master, "alive": True}]
+        """RocketMQ's workers: here the Spark pools, with health and what each runs."""
+        return [
+            {
+                "workerId": p["name"],
+                "sparkMaster": p["master"],
+                "alive": p["alive"],
+                "capacity": p["capacity"],
+                "lastHeartbeatSeconds": p["seconds_since_heartbeat"],
+                "probe": p["probe"],
+                "allocated": p["running"],
+            }
+            for p in self.pools()
+        ]
 
-    def allocated_connectors(self) -> dict[str, Any]:
-        return {name: self.config(name) for name in self.names()}
+    def allocated_connectors(self, pool: str | None = None) -> dict[str, Any]:
+        """Configs of the connectors assigned to `pool` (every pool when None), as RocketMQ's view."""
+        names = {
+            w.connector for w, (p, _) in self._pools().assignment().items() if w.task is None and pool in (None, p)
+        }
+        return {name: self.config(name) for name in self.names() if name in names}
 
-    def allocated_tasks(self) -> dict[str, Any]:
-        return {name: [t["config"] for t in self.tasks(name)] for name in self.names()}
+    def allocated_tasks(self, pool: str | None = None) -> dict[str, Any]:
+        """Configs of the tasks assigned to `pool` (every pool when None), by connector."""
+        assigned = {(w.connector, w.task) for w, (p, _) in self._pools().assignment().items() if pool in (None, p)}
+        return {
+            name: [t["config"] for t in self.tasks(name) if (name, t["id"]["task"]) in assigned]
+            for name in self.names()
+            if any(c == name for c, _ in assigned)
+        }
 
     # -- changing -------------------------------------------------------------
 
@@ -333,6 +417,11 @@ class ConnectService:
 
     def reload_plugins(self) -> list[str]:
         return sorted(self.rt.registry.reload())
+
+
+def _masked_pool(pool: dict[str, Any]) -> dict[str, Any]:
+    """A pool's Spark conf can hold credentials (e.g. `spark.hadoop.fs.s3a.secret.key`)."""
+    return {**pool, "conf": mask_config(pool["conf"])}
 
 
 def _info_dict(info: ConnectorInfo) -> dict[str, Any]:

@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="connect-runner")
     parser.add_argument("--connector", required=True)
     parser.add_argument("--task", type=int, required=True)
+    parser.add_argument("--pool", default=None, help="the Spark pool this run was placed on")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "alembic"):
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         registry=runtime.registry,
         spark=lambda: SparkSession.builder.getOrCreate(),
         lease_seconds=runtime.settings.lease_seconds,
+        pool=args.pool,
     )
     try:
         result = runner.run(args.connector, args.task)

@@ -18,12 +18,18 @@ import httpx
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import RetriableError
 
-__all__ = ["DAG_PREFIX", "AirflowClient", "dag_id_for"]
+__all__ = ["AIRFLOW_POOL_PREFIX", "DAG_PREFIX", "AirflowClient", "airflow_pool_for", "dag_id_for"]
 
 log = logging.getLogger(__name__)
 
 DAG_PREFIX = "connect__"
 _DAG_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+#: Every Spark pool has an Airflow pool `connect_<name>` with `capacity` slots.
+AIRFLOW_POOL_PREFIX = "connect_"
+
+
+def airflow_pool_for(spark_pool: str) -> str:
+    return AIRFLOW_POOL_PREFIX + spark_pool
 
 
 def dag_id_for(connector: str) -> str:
@@ -78,6 +84,25 @@ class AirflowClient:
         if resp.status_code >= 300:
             raise RetriableError(f"Airflow answered {resp.status_code} to {method} {path}: {resp.text[:300]}")
         return resp
+
+    def pools(self) -> dict[str, int]:
+        """Airflow's pools with their slots."""
+        body = self._request("GET", "/pools", params={"limit": 1000}).json()
+        return {p["name"]: int(p["slots"]) for p in body["pools"]}
+
+    def put_pool(self, name: str, slots: int, description: str) -> None:
+        """Create the pool or set its slots."""
+        if name in self.pools():
+            self._request("PATCH", f"/pools/{name}", json={"slots": slots, "description": description})
+        else:
+            self._request(
+                "POST",
+                "/pools",
+                json={"name": name, "slots": slots, "description": description, "include_deferred": False},
+            )
+
+    def delete_pool(self, name: str) -> None:
+        self._request("DELETE", f"/pools/{name}")
 
     def set_paused(self, connector: str, paused: bool) -> None:
         self._request("PATCH", f"/dags/{dag_id_for(connector)}", json={"is_paused": paused})

@@ -15,6 +15,7 @@ from connect_core.runtime.airflow_client import AirflowClient
 from connect_core.runtime.connectors_store import ConnectorInfo, ConnectorStore
 from connect_core.runtime.db import database_url, make_engine, masked_url
 from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.pools import PoolStore
 from connect_core.runtime.runs import RunStore
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.topics import TopicStore
@@ -62,13 +63,26 @@ class Runtime:
             registry=PluginRegistry(settings.plugin_dirs()),
         )
 
+    @property
+    def pools(self) -> PoolStore:
+        return PoolStore(self.engine)
+
     def create_connector(self, name: str, config: Mapping[str, Any], target_state: str = "RUNNING") -> ConnectorInfo:
-        """Validate `config`, split it into tasks and store it (all or nothing)."""
-        return self.connectors.create(name, target_state=target_state, **self._validated(name, config))
+        """Validate `config`, split it into tasks and store it (all or nothing); place its tasks on pools."""
+        info = self.connectors.create(name, target_state=target_state, **self._validated(name, config))
+        self._place_new_work()
+        return info
 
     def update_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
         """Validate and replace the config; its tasks get new configs and a new generation."""
-        return self.connectors.update_config(name, **self._validated(name, config))
+        info = self.connectors.update_config(name, **self._validated(name, config))
+        self._place_new_work()
+        return info
+
+    def _place_new_work(self) -> None:
+        """Rebalance on a config change, as Kafka and RocketMQ do (on recorded liveness: no probes here)."""
+        s = self.settings
+        self.pools.rebalance(s.rebalance_strategy, s.heartbeat_timeout, max_delay=s.rebalance_max_delay)
 
     def _validated(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         _check_name(name, config)

@@ -177,6 +177,7 @@ class TaskRunRow(Base):
     # Paths the run writes to, recorded before writing so that a killed run's
     # files can be found and deleted; cleared once they are committed or gone.
     staged_paths: Mapped[list[Any]] = mapped_column(JSONB, server_default="[]")
+    pool: Mapped[str | None] = mapped_column(Text)  # the Spark pool it ran on (migration 0004)
 
 
 class ChangeCounterRow(Base):
@@ -200,6 +201,10 @@ class SparkPoolRow(Base):
     labels: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     heartbeat_at: Mapped[datetime] = _now()
     created_at: Mapped[datetime] = _now()
+    # How the pool is probed (a standalone master's /json, any URL answering 2xx) and
+    # what the last probe said (migration 0004).
+    probe_url: Mapped[str | None] = mapped_column(Text)
+    probe: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
 
 
 class AssignmentRow(Base):

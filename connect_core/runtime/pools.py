@@ -10,21 +10,22 @@ lost pool can finish but never commit.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Engine, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.allocation import Pool, Work, allocate
 from connect_core.runtime.models import AssignmentRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
-__all__ = ["PoolInfo", "PoolStore", "RebalanceResult"]
+__all__ = ["Plan", "PoolInfo", "PoolStore", "RebalanceResult"]
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 CONNECTOR_ITSELF = -1
@@ -39,6 +40,57 @@ class PoolInfo:
     labels: dict[str, Any]
     alive: bool
     seconds_since_heartbeat: float
+    probe_url: str | None = None
+    probe: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "master": self.master,
+            "capacity": self.capacity,
+            "conf": self.conf,
+            "labels": self.labels,
+            "probe_url": self.probe_url,
+            "alive": self.alive,
+            "seconds_since_heartbeat": round(self.seconds_since_heartbeat, 1),
+            "probe": self.probe,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a rebalance would do now, computed without writing anything."""
+
+    generation: int
+    previous: dict[Work, str]
+    new: dict[Work, str]
+    live: tuple[str, ...]
+
+    @property
+    def moved(self) -> list[Work]:
+        return [w for w in self.new if self.previous.get(w) != self.new[w]]
+
+    @property
+    def gone(self) -> list[Work]:
+        return [w for w in self.previous if w not in self.new]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.moved or self.gone)
+
+    def reason(self) -> str:
+        """Why the assignment changes, for the rebalance log: lost and joined pools, new and gone work."""
+        moved = self.moved
+        lost = sorted({self.previous[w] for w in moved if w in self.previous and self.previous[w] not in self.live})
+        used = set(self.previous.values())
+        joined = sorted({p for p in self.new.values() if p not in used}) if used else []
+        fresh = sum(1 for w in moved if w not in self.previous)
+        parts = [f"pool {p} lost" for p in lost] + [f"pool {p} joined" for p in joined]
+        if fresh:
+            parts.append(f"{fresh} new connector/task item(s)")
+        if self.gone:
+            parts.append(f"{len(self.gone)} item(s) removed")
+        return "; ".join(parts) or ("load rebalanced" if self.changed else "nothing to do")
 
 
 @dataclass(frozen=True)
@@ -46,6 +98,7 @@ class RebalanceResult:
     generation: int
     moved: int
     assignment: dict[Work, str]
+    reason: str = ""
 
 
 class PoolStore:
@@ -60,13 +113,24 @@ class PoolStore:
         capacity: int = 1,
         conf: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
+        probe_url: str | None = None,
     ) -> None:
         """Register (or update) a pool; it counts as alive from now."""
         if not _POOL_NAME.match(name):
             raise ConfigError(f"invalid pool name `{name}`: 1-100 letters, digits, '.', '_' or '-'")
         if capacity < 1:
             raise ConfigError(f"pool `{name}`: capacity must be at least 1, not {capacity}")
-        values = {"master": master, "capacity": capacity, "conf": dict(conf or {}), "labels": dict(labels or {})}
+        if not master.strip():
+            raise ConfigError(f"pool `{name}`: master is required (local[n], spark://host:port, yarn, k8s://…)")
+        if probe_url is not None and not probe_url.startswith(("http://", "https://")):
+            raise ConfigError(f"pool `{name}`: probe URL must be http(s)://…, not `{probe_url}`")
+        values = {
+            "master": master,
+            "capacity": capacity,
+            "conf": {str(k): str(v) for k, v in (conf or {}).items()},
+            "labels": dict(labels or {}),
+            "probe_url": probe_url,
+        }
         stmt = insert(SparkPoolRow).values(name=name, **values)
         with self._sessions.begin() as s:
             s.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={**values, "heartbeat_at": func.now()}))
@@ -77,25 +141,31 @@ class PoolStore:
                 raise NotFoundError(f"Spark pool `{name}` not found")
 
     def heartbeat(self, name: str) -> None:
+        """A generic heartbeat (for pools nobody can probe, e.g. from a cron job next to YARN)."""
         with self._sessions.begin() as s:
-            s.execute(update(SparkPoolRow).where(SparkPoolRow.name == name).values(heartbeat_at=func.now()))
+            result = s.execute(update(SparkPoolRow).where(SparkPoolRow.name == name).values(heartbeat_at=func.now()))
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFoundError(f"Spark pool `{name}` not found")
+
+    def record_probe(self, name: str, ok: bool, detail: Mapping[str, Any]) -> None:
+        """What a probe saw; a successful probe is a heartbeat."""
+        values: dict[str, Any] = {"probe": {**detail, "ok": ok}}
+        if ok:
+            values["heartbeat_at"] = func.now()
+        with self._sessions.begin() as s:
+            s.execute(update(SparkPoolRow).where(SparkPoolRow.name == name).values(**values))
 
     def list(self, heartbeat_timeout: float) -> list[PoolInfo]:
         with self._sessions() as s:
             age = func.extract("epoch", func.now() - SparkPoolRow.heartbeat_at)
             rows = s.execute(select(SparkPoolRow, age).order_by(SparkPoolRow.name)).all()
-        return [
-            PoolInfo(
-                r.name,
-                r.master,
-                r.conf,
-                r.capacity,
-                r.labels,
-                _is_local(r.master) or float(a) <= heartbeat_timeout,
-                float(a),
-            )
-            for r, a in rows
-        ]
+        return [_info(r, float(a), heartbeat_timeout) for r, a in rows]
+
+    def get(self, name: str, heartbeat_timeout: float) -> PoolInfo:
+        for pool in self.list(heartbeat_timeout):
+            if pool.name == name:
+                return pool
+        raise NotFoundError(f"Spark pool `{name}` not found")
 
     def assignment(self) -> dict[Work, tuple[str, int]]:
         """Current pool and generation of every connector and task."""
@@ -103,39 +173,45 @@ class PoolStore:
             rows = s.scalars(select(AssignmentRow)).all()
         return {_work(r.connector, r.task_id): (r.pool, r.generation) for r in rows}
 
-    def rebalance(self, strategy: str, heartbeat_timeout: float, reason: str) -> RebalanceResult:
-        """Allocate every connector and task over the live pools; write it if anything moved."""
+    def placement(self, connector: str, task_id: int) -> tuple[str, int] | None:
+        """The pool a task is assigned to, and the rebalance generation that put it there."""
+        with self._sessions() as s:
+            row = s.get(AssignmentRow, (connector, task_id))
+        return (row.pool, row.generation) if row else None
+
+    def plan(self, strategy: str, heartbeat_timeout: float, max_delay: float = 0.0) -> Plan:
+        """What `rebalance` would write now (nothing is written)."""
+        with self._sessions() as s:
+            return _plan(s, strategy, heartbeat_timeout, max_delay)
+
+    def rebalance(
+        self, strategy: str, heartbeat_timeout: float, reason: str | None = None, max_delay: float = 0.0
+    ) -> RebalanceResult:
+        """Allocate every connector and task over the live pools; write it if anything moved.
+
+        With `sticky`, a pool silent for less than `heartbeat_timeout + max_delay`
+        keeps its work (Kafka's `scheduled.rebalance.max.delay`): a pool that
+        blips does not reshuffle anything.
+        """
         with self._sessions.begin() as s:
             # One rebalance at a time, whoever runs it (sensors on several schedulers).
             s.execute(text("SELECT pg_advisory_xact_lock(hashtext('connect_core.rebalance'))"))
-            cutoff = func.now() - timedelta(seconds=heartbeat_timeout)
-            live = s.scalars(
-                select(SparkPoolRow).where(
-                    (SparkPoolRow.heartbeat_at >= cutoff) | SparkPoolRow.master.startswith("local")
-                )
-            ).all()
-            tasks: dict[str, list[dict[str, Any]]] = {}
-            for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
-                tasks.setdefault(t.connector, []).append(t.config)
-            previous_rows = s.scalars(select(AssignmentRow)).all()
-            previous = {_work(r.connector, r.task_id): r.pool for r in previous_rows}
-            generation = max((r.generation for r in previous_rows), default=0)
-            new = allocate(strategy, [Pool(p.name, p.capacity) for p in live], tasks, previous)
-            moved = [w for w in new if previous.get(w) != new[w]]
-            gone = [w for w in previous if w not in new]
-            if not moved and not gone:
-                return RebalanceResult(generation, 0, new)
-            generation += 1
+            plan = _plan(s, strategy, heartbeat_timeout, max_delay)
+            why = reason or plan.reason()
+            if not plan.changed:
+                return RebalanceResult(plan.generation, 0, plan.new, why)
+            generation = plan.generation + 1
             s.execute(delete(AssignmentRow))
-            if new:
+            if plan.new:
                 s.execute(
                     insert(AssignmentRow).values(
                         [
                             {"connector": w.connector, "task_id": _task_id(w), "pool": p, "generation": generation}
-                            for w, p in new.items()
+                            for w, p in plan.new.items()
                         ]
                     )
                 )
+            moved = plan.moved
             for w in moved:
                 if w.task is not None:  # fence runs of the old assignment
                     s.execute(
@@ -147,13 +223,62 @@ class PoolStore:
                 RebalanceLogRow(
                     generation=generation,
                     strategy=strategy,
-                    reason=reason,
+                    reason=why,
                     moved=len(moved),
-                    old={_key(w): p for w, p in previous.items()},
-                    new={_key(w): p for w, p in new.items()},
+                    old={_key(w): p for w, p in plan.previous.items()},
+                    new={_key(w): p for w, p in plan.new.items()},
                 )
             )
-            return RebalanceResult(generation, len(moved), new)
+            return RebalanceResult(generation, len(moved), plan.new, why)
+
+    def history(self, limit: int = 20) -> builtins.list[dict[str, Any]]:
+        """The latest rebalances, newest first."""
+        with self._sessions() as s:
+            rows = s.scalars(select(RebalanceLogRow).order_by(RebalanceLogRow.id.desc()).limit(limit)).all()
+        return [
+            {
+                "generation": r.generation,
+                "strategy": r.strategy,
+                "reason": r.reason,
+                "moved": r.moved,
+                "at": r.created_at.isoformat(),
+                "old": r.old,
+                "new": r.new,
+            }
+            for r in rows
+        ]
+
+
+def _plan(s: Session, strategy: str, heartbeat_timeout: float, max_delay: float) -> Plan:
+    grace = max_delay if strategy == "sticky" else 0.0
+    cutoff = func.now() - timedelta(seconds=heartbeat_timeout + grace)
+    live = s.scalars(
+        select(SparkPoolRow)
+        .where((SparkPoolRow.heartbeat_at >= cutoff) | SparkPoolRow.master.startswith("local"))
+        .order_by(SparkPoolRow.name)
+    ).all()
+    tasks: dict[str, list[dict[str, Any]]] = {}
+    for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
+        tasks.setdefault(t.connector, []).append(t.config)
+    previous_rows = s.scalars(select(AssignmentRow)).all()
+    previous = {_work(r.connector, r.task_id): r.pool for r in previous_rows}
+    generation = max((r.generation for r in previous_rows), default=0)
+    new = allocate(strategy, [Pool(p.name, p.capacity) for p in live], tasks, previous)
+    return Plan(generation, previous, new, tuple(p.name for p in live))
+
+
+def _info(r: SparkPoolRow, age: float, heartbeat_timeout: float) -> PoolInfo:
+    return PoolInfo(
+        r.name,
+        r.master,
+        r.conf,
+        r.capacity,
+        r.labels,
+        _is_local(r.master) or age <= heartbeat_timeout,
+        age,
+        r.probe_url,
+        r.probe,
+    )
 
 
 def _is_local(master: str) -> bool:

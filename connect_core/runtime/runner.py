@@ -87,6 +87,7 @@ class TaskRunner:
         registry: PluginRegistry,
         spark: Callable[[], SparkSession],
         lease_seconds: float = 60.0,
+        pool: str | None = None,
     ) -> None:
         self._connectors = connectors
         self._runs = runs
@@ -94,6 +95,7 @@ class TaskRunner:
         self._registry = registry
         self._spark_factory = spark
         self._lease_seconds = lease_seconds
+        self._pool = pool  # where this runner runs; acquire fences it when the task is assigned elsewhere
 
     def run(self, connector: str, task_id: int) -> RunResult:
         """Run the task once. Never raises for a task failure: the result says FAILED."""
@@ -101,9 +103,11 @@ class TaskRunner:
         if info.target_state != "RUNNING":
             return RunResult(connector, task_id, "SKIPPED", message=f"connector is {info.target_state}")
         try:
-            lease = self._runs.acquire(connector, task_id, self._lease_seconds)
+            lease = self._runs.acquire(connector, task_id, self._lease_seconds, pool=self._pool)
         except TaskBusyError as exc:
             return RunResult(connector, task_id, "BUSY", message=str(exc))
+        except FencedError as exc:
+            return RunResult(connector, task_id, "FENCED", message=str(exc))
         result = RunResult(connector, task_id, "RUNNING", lease.run_id, lease.generation)
         heartbeat = _Heartbeat(self._runs, lease, self._lease_seconds)
         heartbeat.start()
@@ -121,7 +125,12 @@ class TaskRunner:
             _faults.checkpoint("before_commit")
             if heartbeat.fenced.is_set():
                 raise FencedError(f"run {lease.run_id} lost its lease while running")
-            request.stats = {**result.timings, "rows": result.rows, "segments": result.segments}
+            request.stats = {
+                **result.timings,
+                "rows": result.rows,
+                "segments": result.segments,
+                "spark_master": spark.sparkContext.master,
+            }
             commit_started = time.monotonic()
             self._runs.commit(lease, request)
             result.timings["commit_s"] = round(time.monotonic() - commit_started, 3)

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.connectors_store import ConnectorStore
-from connect_core.runtime.models import ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
+from connect_core.runtime.models import AssignmentRow, ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
 from connect_core.runtime.topics import Segment, TopicStore
 from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SourcePosition, TopicPartition
@@ -73,8 +73,13 @@ class RunStore:
         self._topics = topics
         self.worker_id = worker_id
 
-    def acquire(self, connector: str, task_id: int, lease_seconds: float) -> Lease:
-        """Take the task's lease as a new run, fencing any run whose lease lapsed."""
+    def acquire(self, connector: str, task_id: int, lease_seconds: float, pool: str | None = None) -> Lease:
+        """Take the task's lease as a new run, fencing any run whose lease lapsed.
+
+        With `pool`, the run must be where the current assignment puts the task:
+        a run started on a pool the task was moved away from is fenced before it
+        reads anything (the rebalance locks the same task row to move it).
+        """
         with self._sessions.begin() as s:
             task = s.scalars(
                 select(TaskConfigRow)
@@ -84,6 +89,13 @@ class RunStore:
             conn = s.get(ConnectorRow, connector)
             if task is None or conn is None:
                 raise NotFoundError(f"task `{connector}-{task_id}` not found")
+            if pool is not None:
+                assigned = s.get(AssignmentRow, (connector, task_id))
+                if assigned is not None and assigned.pool != pool:
+                    raise FencedError(
+                        f"task `{connector}-{task_id}` is assigned to pool `{assigned.pool}` "
+                        f"(rebalance generation {assigned.generation}), not `{pool}`: not run here"
+                    )
             now = s.scalars(select(func.now())).one()
             for other in s.scalars(
                 select(TaskRunRow).where(
@@ -106,6 +118,7 @@ class RunStore:
                 state="RUNNING",
                 worker_id=self.worker_id,
                 lease_expires_at=now + timedelta(seconds=lease_seconds),
+                pool=pool,
             )
             s.add(run)
             s.flush()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,13 +36,25 @@ class Settings(BaseSettings):
         description="Directories (os.pathsep-separated) searched for connector modules, like `plugin.path`.",
     )
     db_pool_size: int = Field(default=10, ge=1, description="Connections each process keeps to the metadata store.")
-    spark_master: str = Field(default="local[*]", description="Spark master for `connect run`.")
     spark_submit: str | None = Field(
         default=None, description="Path of spark-submit; default: the one installed with pyspark."
     )
     lease_seconds: float = Field(
         default=60.0, gt=0, description="A task run's lease; a run silent this long can be taken over."
     )
+    heartbeat_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds without a heartbeat after which a Spark pool is dead."
+    )
+    rebalance_strategy: Literal["sticky", "default", "consistent-hash"] = Field(
+        default="sticky", description="How the rebalance allocates connectors and tasks over live pools."
+    )
+    rebalance_max_delay: float = Field(
+        default=60.0,
+        ge=0,
+        description="`scheduled.rebalance.max.delay` in seconds: how long `sticky` waits for a dead pool "
+        "to come back before moving its work.",
+    )
+    probe_interval: float = Field(default=5.0, gt=0, description="Seconds between the rebalance sensor's probes.")
     airflow_url: str | None = Field(default=None, description="Airflow's base URL, to pause DAGs and trigger runs.")
     airflow_username: str = Field(default="admin", description="Airflow user for its REST API.")
     airflow_password: SecretStr | None = Field(default=None, description="Password of `airflow_username`.")

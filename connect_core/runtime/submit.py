@@ -11,9 +11,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from connect_core.runtime.rebalancer import Placement
 
 __all__ = [
     "RESULT_PREFIX",
@@ -66,8 +69,8 @@ def spark_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
     }
 
 
-def runner_args(connector: str, task_id: int) -> list[str]:
-    return ["--connector", connector, "--task", str(task_id)]
+def runner_args(connector: str, task_id: int, pool: str | None = None) -> list[str]:
+    return ["--connector", connector, "--task", str(task_id), *(["--pool", pool] if pool else [])]
 
 
 def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
@@ -92,14 +95,15 @@ def spark_submit_command(
     connector: str,
     task_id: int,
     *,
-    master: str | None = None,
+    master: str,
     conf: Mapping[str, str] | None = None,
+    pool: str | None = None,
 ) -> list[str]:
-    cmd = [_spark_submit(settings), "--master", master or settings.spark_master]
+    cmd = [_spark_submit(settings), "--master", master]
     cmd += ["--name", f"connect:{connector}:task-{task_id}"]
     for key, value in spark_conf(conf).items():
         cmd += ["--conf", f"{key}={value}"]
-    return [*cmd, str(RUNNER_MAIN), *runner_args(connector, task_id)]
+    return [*cmd, str(RUNNER_MAIN), *runner_args(connector, task_id, pool)]
 
 
 def submit_task(
@@ -109,12 +113,19 @@ def submit_task(
     task_id: int,
     *,
     master: str | None = None,
+    placement: Placement | None = None,
     extra_env: Mapping[str, str] | None = None,
     timeout: float | None = None,
 ) -> SubmitResult:
-    """spark-submit one run of the task and wait for it."""
+    """spark-submit one run of the task and wait for it: on `master` if given (no pool check), else
+    where `placement` says (default: the local pool's machine, `local[*]`)."""
     env = {**os.environ, **runner_env(settings, database_url), **(extra_env or {})}
-    cmd = spark_submit_command(settings, connector, task_id, master=master)
+    if master is None and placement is not None:
+        cmd = spark_submit_command(
+            settings, connector, task_id, master=placement.master, conf=placement.conf, pool=placement.pool
+        )
+    else:
+        cmd = spark_submit_command(settings, connector, task_id, master=master or "local[*]")
     log.info("spark-submit of `%s-%s`: %s", connector, task_id, " ".join(cmd))
     started = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)

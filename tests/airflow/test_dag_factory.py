@@ -19,7 +19,7 @@ def _dags(runtime: Runtime):  # type: ignore[no-untyped-def]
 def test_file_pair_compiles_to_two_dags(runtime: Runtime, tmp_path: Path) -> None:
     file_pair(runtime, tmp_path)
     dags = _dags(runtime)
-    assert set(dags) == {"connect__fileSourceConnector", "connect__fileSinkConnector"}
+    assert set(dags) == {"connect__fileSourceConnector", "connect__fileSinkConnector", "connect_rebalance"}
 
     source = dags["connect__fileSourceConnector"]
     assert source.max_active_runs == 1 and not source.catchup
@@ -81,13 +81,37 @@ def test_target_state_maps_to_the_dag(
 def test_deleted_connector_has_no_dag(runtime: Runtime, tmp_path: Path) -> None:
     file_pair(runtime, tmp_path)
     runtime.connectors.delete("fileSinkConnector")
-    assert set(_dags(runtime)) == {"connect__fileSourceConnector"}
+    assert set(_dags(runtime)) == {"connect__fileSourceConnector", "connect_rebalance"}
 
 
 def test_inside_a_task_only_its_dag_is_built(runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     file_pair(runtime, tmp_path)
     monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "connect__fileSinkConnector")
     assert set(_dags(runtime)) == {"connect__fileSinkConnector"}
+
+
+def test_the_rebalance_dag_waits_in_the_triggerer_then_rebalances(runtime: Runtime, tmp_path: Path) -> None:
+    file_pair(runtime, tmp_path)
+    dag = _dags(runtime)["connect_rebalance"]
+    assert type(dag.timetable).__name__ == "ContinuousTimetable" and dag.max_active_runs == 1
+    assert not dag.is_paused_upon_creation
+    sensor = dag.get_task("wait_for_change")
+    assert sensor.deferrable and sensor.soft_fail
+    assert sensor.downstream_task_ids == {"rebalance"}
+
+
+def test_tasks_take_a_slot_of_their_pools_airflow_pool(runtime: Runtime, tmp_path: Path) -> None:
+    from connect_core.runtime.pools import PoolStore
+
+    file_pair(runtime, tmp_path)
+    assert _dags(runtime)["connect__fileSourceConnector"].tasks[0].pool == "default_pool"  # not assigned yet
+    pools = PoolStore(runtime.engine)
+    pools.add("spark-a", "spark://127.0.0.1:7077", capacity=3)
+    pools.remove("local")
+    pools.rebalance("sticky", heartbeat_timeout=60)
+    dags = _dags(runtime)
+    assert dags["connect__fileSourceConnector"].tasks[0].pool == "connect_spark-a"
+    assert dags["connect__fileSinkConnector"].tasks[0].pool == "connect_spark-a"
 
 
 def test_topic_asset_identity() -> None:

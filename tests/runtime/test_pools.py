@@ -49,33 +49,40 @@ def test_pool_names_and_capacity_are_checked(pools: PoolStore) -> None:
 
 
 def test_rebalance_spreads_then_moves_only_lost_work(runtime: Runtime, pools: PoolStore, tmp_path: Path) -> None:
-    _counters(runtime, tmp_path)  # 2 connectors + 4 tasks
     pools.add("a", "spark://127.0.0.1:7077", capacity=2)
     pools.remove("local")
-    first = pools.rebalance("sticky", heartbeat_timeout=60, reason="initial")
-    assert first.generation == 1 and set(first.assignment.values()) == {"a"}
+    _counters(runtime, tmp_path)  # 2 connectors + 4 tasks, placed as they are created
+    first = pools.assignment()
+    assert {p for p, _ in first.values()} == {"a"} and {g for _, g in first.values()} == {2}
 
     pools.add("b", "spark://127.0.0.1:7078", capacity=2)
-    second = pools.rebalance("sticky", heartbeat_timeout=60, reason="pool b joined")
-    assert second.generation == 2 and second.moved == 3  # b takes its half of 6 items
+    assert pools.plan("sticky", heartbeat_timeout=60).reason() == "pool b joined"
+    second = pools.rebalance("sticky", heartbeat_timeout=60)
+    assert second.generation == 3 and second.moved == 3  # b takes its half of 6 items
     assert pools.rebalance("sticky", heartbeat_timeout=60, reason="no change").moved == 0
+    assert not pools.plan("sticky", heartbeat_timeout=60).changed
 
     _expire(runtime, "b")
-    third = pools.rebalance("sticky", heartbeat_timeout=60, reason="pool b lost")
+    assert pools.plan("sticky", heartbeat_timeout=60, max_delay=7200).reason() == "nothing to do"  # still in grace
+    third = pools.rebalance("sticky", heartbeat_timeout=60)
     assert third.moved == 3 and set(third.assignment.values()) == {"a"}
     with runtime.engine.connect() as conn:
         log = conn.execute(
             select(RebalanceLogRow.generation, RebalanceLogRow.reason).order_by(RebalanceLogRow.id)
         ).all()
-    assert [tuple(r) for r in log] == [(1, "initial"), (2, "pool b joined"), (3, "pool b lost")]
+    assert [tuple(r) for r in log] == [
+        (1, "3 new connector/task item(s)"),
+        (2, "3 new connector/task item(s)"),
+        (3, "pool b joined"),
+        (4, "pool b lost"),
+    ]
 
 
 def test_a_task_moved_off_its_pool_cannot_commit(runtime: Runtime, pools: PoolStore, tmp_path: Path) -> None:
-    _counters(runtime, tmp_path, n=1, tasks=1)
     pools.add("a", "spark://127.0.0.1:7077")
     pools.add("b", "spark://127.0.0.1:7078")
     pools.remove("local")
-    pools.rebalance("sticky", heartbeat_timeout=60, reason="initial")
+    _counters(runtime, tmp_path, n=1, tasks=1)
     owner = pools.assignment()[Work("c0", 0)][0]
     lease = runtime.runs.acquire("c0", 0, lease_seconds=60)  # a run on the current owner
     _expire(runtime, owner)  # its pool dies mid-run

@@ -1,0 +1,104 @@
+"""What the rebalance sensor does, without Airflow: probe the pools, decide, rebalance.
+
+`check()` probes every pool (a successful probe is its heartbeat) and asks the
+pool store what a rebalance would change now; it returns the reason when
+something would move (a pool lost or joined, a connector created, resized or
+deleted), None otherwise. A dry run of the strategy is exact: every strategy
+gives the same answer for the same pools and work, and `sticky` moves nothing
+when nothing changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from connect_core.runtime.airflow_client import AIRFLOW_POOL_PREFIX, AirflowClient, airflow_pool_for
+from connect_core.runtime.liveness import probe_all
+from connect_core.runtime.pools import PoolStore, RebalanceResult
+from connect_core.runtime.settings import Settings
+from connect_core.sdk.errors import RetriableError
+
+__all__ = ["Placement", "Rebalancer", "place", "sync_airflow_pools"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Rebalancer:
+    pools: PoolStore
+    strategy: str
+    heartbeat_timeout: float
+    max_delay: float
+
+    @classmethod
+    def from_settings(cls, engine: Engine, settings: Settings) -> Rebalancer:
+        return cls(
+            PoolStore(engine), settings.rebalance_strategy, settings.heartbeat_timeout, settings.rebalance_max_delay
+        )
+
+    def check(self) -> str | None:
+        """Probe the pools; the reason a rebalance is due, or None."""
+        probe_all(self.pools, self.heartbeat_timeout)
+        plan = self.pools.plan(self.strategy, self.heartbeat_timeout, self.max_delay)
+        return plan.reason() if plan.changed else None
+
+    def rebalance(self, reason: str | None = None) -> RebalanceResult:
+        result = self.pools.rebalance(self.strategy, self.heartbeat_timeout, reason, self.max_delay)
+        if result.moved:
+            log.info("rebalance to generation %s (%s): %s item(s) moved", result.generation, reason, result.moved)
+        return result
+
+
+def sync_airflow_pools(pools: PoolStore, client: AirflowClient | None) -> str | None:
+    """Give every Spark pool an Airflow pool with `capacity` slots and drop the ones of removed pools.
+
+    Returns a warning when Airflow is not configured or not reachable (nothing else depends on it:
+    the slots only keep Airflow from over-committing a cluster).
+    """
+    if client is None:
+        return "Airflow is not configured (CONNECT_AIRFLOW_URL): Airflow pools not updated"
+    try:
+        existing = client.pools()
+        wanted = {airflow_pool_for(p.name): p for p in pools.list(heartbeat_timeout=0)}
+        for name, pool in wanted.items():
+            if existing.get(name) != pool.capacity:
+                client.put_pool(name, pool.capacity, f"Spark pool {pool.name} ({pool.master})")
+        for name in existing:
+            if name.startswith(AIRFLOW_POOL_PREFIX) and name not in wanted:
+                client.delete_pool(name)
+    except RetriableError as exc:
+        log.warning("Airflow pools not updated: %s", exc)
+        return str(exc)
+    return None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a task runs now: its pool's master and Spark conf, as of a rebalance generation."""
+
+    pool: str
+    master: str
+    conf: dict[str, str]
+    generation: int
+
+
+def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> Placement:
+    """The task's current pool; a task without an assignment (a new connector) triggers a rebalance."""
+    pools = PoolStore(engine)
+    at = pools.placement(connector, task_id)
+    if at is None:
+        Rebalancer.from_settings(engine, settings).rebalance()
+        at = pools.placement(connector, task_id)
+        if at is None:
+            raise RetriableError("no live Spark pool to run on: add one with `connect pools add`")
+    info = pools.get(at[0], settings.heartbeat_timeout)
+    if not info.alive:
+        raise RetriableError(
+            f"task `{connector}-{task_id}` is assigned to Spark pool `{info.name}`, which has not answered for "
+            f"{info.seconds_since_heartbeat:.0f} s; the rebalance moves its work once it is "
+            f"{settings.heartbeat_timeout + settings.rebalance_max_delay:.0f} s silent"
+        )
+    return Placement(info.name, info.master, {str(k): str(v) for k, v in info.conf.items()}, at[1])
