@@ -325,6 +325,7 @@ class ConnectorStore:
                     "task": r.task_id,
                     "generation": r.generation,
                     "state": r.state,
+                    "pool": r.pool,
                     "started_at": _iso(r.started_at),
                     "finished_at": _iso(r.finished_at),
                     "duration_s": round((r.finished_at - r.started_at).total_seconds(), 3) if r.finished_at else None,

@@ -1,4 +1,4 @@
-"""The "Connect" view: connectors, tasks, states, positions/offsets and last runs, as one HTML page.
+"""The "Connect" view: Spark pools, connectors, tasks, states, positions/offsets and last runs, as one HTML page.
 
 A plain FastAPI app (no Airflow import); the Airflow plugin mounts it under
 `/connect-ui` and links it into the UI's navigation. Config values are never
@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.secrets import mask_text
 
-__all__ = ["create_view_app", "overview"]
+__all__ = ["create_view_app", "overview", "pools_overview"]
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1f2937}
@@ -59,13 +59,46 @@ def overview(runtime: Runtime) -> list[dict[str, Any]]:
     return connectors
 
 
+def pools_overview(runtime: Runtime) -> list[dict[str, Any]]:
+    """Spark pools with their health and what each runs (no Spark conf: it may hold credentials)."""
+    running: dict[str, list[str]] = {}
+    for work, (pool, _generation) in sorted(runtime.pools.assignment().items(), key=lambda kv: str(kv[0])):
+        running.setdefault(pool, []).append(work.connector if work.task is None else f"{work.connector}-{work.task}")
+    return [
+        {
+            "name": p.name,
+            "master": p.master,
+            "capacity": p.capacity,
+            "alive": p.alive,
+            "seconds_since_heartbeat": round(p.seconds_since_heartbeat, 1),
+            "probe": p.probe,
+            "running": running.get(p.name, []),
+        }
+        for p in runtime.pools.list(runtime.settings.heartbeat_timeout)
+    ]
+
+
 def _cell(value: Any) -> str:
     return html.escape(value if isinstance(value, str) else json.dumps(value, default=str))
 
 
-def _page(connectors: list[dict[str, Any]]) -> str:
+def _page(connectors: list[dict[str, Any]], pools: list[dict[str, Any]]) -> str:
     parts = [f"<!doctype html><html><head><title>Connect</title><style>{_STYLE}</style></head><body>"]
-    parts.append(f"<h1>Connect: {len(connectors)} connector(s)</h1>")
+    parts.append(f"<h1>Connect: {len(connectors)} connector(s) on {len(pools)} Spark pool(s)</h1>")
+    parts.append(
+        "<h2>Spark pools</h2><table><tr><th>pool</th><th>master</th><th>capacity</th><th>health</th>"
+        "<th>last heartbeat s</th><th>probe</th><th>runs</th></tr>"
+    )
+    for p in pools:
+        health = '<span class="RUNNING">alive</span>' if p["alive"] else '<span class="FAILED">DEAD</span>'
+        probe = p["probe"]
+        said = "" if not probe else ("ok" if probe.get("ok") else _cell(str(probe.get("error", "failed"))))
+        parts.append(
+            f"<tr><td>{_cell(p['name'])}</td><td><code>{_cell(p['master'])}</code></td><td>{p['capacity']}</td>"
+            f"<td>{health}</td><td>{p['seconds_since_heartbeat']}</td><td>{said}</td>"
+            f"<td>{_cell(', '.join(p['running']))}</td></tr>"
+        )
+    parts.append("</table>")
     parts.append("<table><tr><th>connector</th><th>type</th><th>state</th><th>tasks</th><th>DAG</th></tr>")
     for c in connectors:
         tasks = ", ".join(f'<span class="{t["state"]}">{t["id"]}: {t["state"]}</span>' for t in c["tasks"])
@@ -83,12 +116,13 @@ def _page(connectors: list[dict[str, Any]]) -> str:
             if t["trace"]:
                 parts.append(f"<p>task {t['id']} failed:</p><pre>{html.escape(t['trace'][-2000:])}</pre>")
         parts.append(
-            "<table><tr><th>run</th><th>task</th><th>state</th><th>records</th><th>work s</th>"
+            "<table><tr><th>run</th><th>task</th><th>pool</th><th>state</th><th>records</th><th>work s</th>"
             "<th>duration s</th><th>started</th><th>finished</th></tr>"
         )
         for r in c["runs"]:
             parts.append(
-                f'<tr><td>{r["run_id"]}</td><td>{r["task"]}</td><td class="{r["state"]}">{r["state"]}</td>'
+                f"<tr><td>{r['run_id']}</td><td>{r['task']}</td><td>{_cell(r['pool'] or '')}</td>"
+                f'<td class="{r["state"]}">{r["state"]}</td>'
                 f"<td>{r['stats'].get('rows', '')}</td><td>{r['stats'].get('work_s', '')}</td>"
                 f"<td>{'' if r['duration_s'] is None else r['duration_s']}</td>"
                 f"<td>{_cell(r['started_at'] or '')}</td><td>{_cell(r['finished_at'] or '')}</td></tr>"
@@ -116,10 +150,14 @@ def create_view_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[.
 
     @app.get("/", response_class=HTMLResponse)
     def page() -> str:
-        return _page(overview(rt()))
+        return _page(overview(rt()), pools_overview(rt()))
 
     @app.get("/overview.json")
     def data() -> JSONResponse:
         return JSONResponse(overview(rt()))
+
+    @app.get("/pools.json")
+    def pools() -> JSONResponse:
+        return JSONResponse(pools_overview(rt()))
 
     return app

@@ -40,3 +40,25 @@ def test_stopped_connector_runs_nothing(airflow: AirflowCli, runtime: Runtime, t
     out = airflow("dags", "test", "connect__fileSourceConnector")
     assert "connector `fileSourceConnector` is STOPPED" in out.stdout + out.stderr
     assert runtime.connectors.last_runs("fileSourceConnector") == []
+
+
+def test_the_rebalance_sensor_defers_until_a_pool_dies_then_moves_its_work(
+    airflow: AirflowCli, runtime: Runtime, tmp_path: Path
+) -> None:
+    """`connect_rebalance` in real Airflow: the sensor defers, its trigger (run in line by `dags test`)
+    fires when pool `y` stops heartbeating, and the rebalance task moves y's work to `local`."""
+    runtime.pools.add("y", "yarn", capacity=2)  # not probeable: alive only while it heartbeats
+    file_pair(runtime, tmp_path)
+    assert {p for p, _ in runtime.pools.assignment().values()} == {"local", "y"}
+    airflow.env.update(
+        CONNECT_HEARTBEAT_TIMEOUT="4", CONNECT_REBALANCE_MAX_DELAY="0", CONNECT_PROBE_INTERVAL="0.5"
+    )
+    runtime.pools.heartbeat("y")  # alive when the sensor first looks: it has to wait in the trigger
+    out = airflow("dags", "test", "connect_rebalance")
+    logs = out.stdout + out.stderr
+    assert "running trigger in line" in logs  # it deferred
+    assert "pool y lost" in logs
+    assert {p for p, _ in runtime.pools.assignment().values()} == {"local"}
+    (latest, *_) = runtime.pools.history(1)
+    assert latest["reason"] == "pool y lost" and latest["moved"] >= 1
+    assert set(latest["old"].values()) == {"local", "y"} and set(latest["new"].values()) == {"local"}

@@ -27,3 +27,22 @@ def test_view_lists_connectors_positions_and_runs(runtime: Runtime, runner: Task
     page = client.get("/").text
     assert "Connect: 2 connector(s)" in page and "connect__fileSourceConnector" in page
     assert "<th>records</th>" in page and "<th>duration s</th>" in page
+
+
+def test_view_shows_pools_their_health_and_who_runs_what(runtime: Runtime, tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    runtime.pools.add("east", "spark://127.0.0.1:7077", capacity=2, conf={"spark.hadoop.fs.s3a.secret.key": "s3cr3t"})
+    file_pair(runtime, tmp_path)
+    with runtime.engine.begin() as conn:
+        conn.execute(text("UPDATE connect.spark_pools SET heartbeat_at = now() - interval '1 hour' WHERE name='east'"))
+    client = TestClient(create_view_app(lambda: runtime))
+    pools = {p["name"]: p for p in client.get("/pools.json").json()}
+    assert pools["local"]["alive"] and not pools["east"]["alive"]
+    placed = pools["local"]["running"] + pools["east"]["running"]
+    assert sorted(placed) == sorted(
+        ["fileSourceConnector", "fileSourceConnector-0", "fileSinkConnector", "fileSinkConnector-0"]
+    )
+    page = client.get("/").text
+    assert "on 2 Spark pool(s)" in page and "DEAD" in page and "spark://127.0.0.1:7077" in page
+    assert "s3cr3t" not in page and "s3cr3t" not in str(pools)
