@@ -131,6 +131,13 @@ def airflow_up(
         platform = airflow_environment(rt.settings, rt.database_url, port=port, airflow_db=airflow_db)
 
         def ready(p: Any) -> None:
+            from connect_core.runtime.airflow_client import AirflowClient
+            from connect_core.runtime.rebalancer import sync_airflow_pools
+
+            # Every Spark pool gets its Airflow pool before the first task is scheduled.
+            warning = sync_airflow_pools(rt.pools, AirflowClient(p.url, p.username, p.password))
+            if warning:
+                err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
             out.print(
                 f"Airflow UI: [bold]{p.url}[/bold]   user: [bold]{p.username}[/bold]   password: [bold]{p.password}[/bold]"
             )

@@ -21,7 +21,7 @@ import httpx
 
 from connect_core.runtime.pools import PoolInfo, PoolStore
 
-__all__ = ["ProbeResult", "probe", "probe_all", "probe_url"]
+__all__ = ["ProbeResult", "probe", "probe_all", "probe_one", "probe_url"]
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +76,20 @@ def probe(pool: PoolInfo, client: httpx.Client) -> ProbeResult | None:
     return ProbeResult(pool.name, ok, detail)
 
 
+def probe_one(store: PoolStore, pool: PoolInfo, timeout: float = 2.0) -> bool:
+    """Probe `pool` now and record it; True when it answered as alive."""
+    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+        result = probe(pool, client)
+    if result is None:
+        return False
+    store.record_probe(pool.name, result.ok, result.detail)
+    return result.ok
+
+
 def probe_all(store: PoolStore, heartbeat_timeout: float, timeout: float = 2.0) -> list[ProbeResult]:
     """Probe every probeable pool once and record what each said (a success is a heartbeat)."""
     results = []
-    with httpx.Client(timeout=timeout) as client:
+    with httpx.Client(timeout=timeout, follow_redirects=True) as client:  # a master redirects /json to /json/
         for pool in store.list(heartbeat_timeout):
             result = probe(pool, client)
             if result is None:

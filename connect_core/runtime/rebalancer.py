@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from connect_core.runtime.airflow_client import AIRFLOW_POOL_PREFIX, AirflowClient, airflow_pool_for
-from connect_core.runtime.liveness import probe_all
+from connect_core.runtime.liveness import probe_all, probe_one
 from connect_core.runtime.pools import PoolStore, RebalanceResult
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import RetriableError
@@ -95,6 +95,8 @@ def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> P
         if at is None:
             raise RetriableError("no live Spark pool to run on: add one with `connect pools add`")
     info = pools.get(at[0], settings.heartbeat_timeout)
+    if not info.alive and probe_one(pools, info):  # a stale heartbeat: ask the pool itself before giving up
+        info = pools.get(at[0], settings.heartbeat_timeout)
     if not info.alive:
         raise RetriableError(
             f"task `{connector}-{task_id}` is assigned to Spark pool `{info.name}`, which has not answered for "

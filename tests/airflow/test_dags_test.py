@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -46,19 +50,56 @@ def test_the_rebalance_sensor_defers_until_a_pool_dies_then_moves_its_work(
     airflow: AirflowCli, runtime: Runtime, tmp_path: Path
 ) -> None:
     """`connect_rebalance` in real Airflow: the sensor defers, its trigger (run in line by `dags test`)
-    fires when pool `y` stops heartbeating, and the rebalance task moves y's work to `local`."""
-    runtime.pools.add("y", "yarn", capacity=2)  # not probeable: alive only while it heartbeats
+    probes pool `y`; once the sensor waits, y's endpoint goes away, and the rebalance task moves y's work."""
+    endpoint = ThreadingHTTPServer(("127.0.0.1", 0), _Ready)
+    threading.Thread(target=endpoint.serve_forever, daemon=True).start()
+    probe = f"http://127.0.0.1:{endpoint.server_address[1]}/readyz"
+    runtime.pools.add("y", "k8s://https://127.0.0.1:6443", capacity=2, probe_url=probe)
     file_pair(runtime, tmp_path)
     assert {p for p, _ in runtime.pools.assignment().values()} == {"local", "y"}
-    airflow.env.update(
-        CONNECT_HEARTBEAT_TIMEOUT="4", CONNECT_REBALANCE_MAX_DELAY="0", CONNECT_PROBE_INTERVAL="0.5"
+    env = {**airflow.env, "CONNECT_HEARTBEAT_TIMEOUT": "3", "CONNECT_REBALANCE_MAX_DELAY": "0"}
+    env["CONNECT_PROBE_INTERVAL"] = "0.5"
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("airflow")), "dags", "test", "connect_rebalance"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
-    runtime.pools.heartbeat("y")  # alive when the sensor first looks: it has to wait in the trigger
-    out = airflow("dags", "test", "connect_rebalance")
-    logs = out.stdout + out.stderr
-    assert "running trigger in line" in logs  # it deferred
-    assert "pool y lost" in logs
+    lines: list[str] = []
+    deferred = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout or []:
+            lines.append(line)
+            if "running trigger in line" in line:
+                deferred.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        # y answers until the sensor waits in its trigger; then it goes away.
+        assert deferred.wait(timeout=180), "the sensor never deferred:\n" + "".join(lines)[-4000:]
+        endpoint.shutdown()
+        endpoint.server_close()
+        proc.wait(timeout=120)
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    logs = "".join(lines)
+    assert proc.returncode == 0, logs[-4000:]
+    assert "running trigger in line" in logs and "pool y lost" in logs
     assert {p for p, _ in runtime.pools.assignment().values()} == {"local"}
     (latest, *_) = runtime.pools.history(1)
     assert latest["reason"] == "pool y lost" and latest["moved"] >= 1
     assert set(latest["old"].values()) == {"local", "y"} and set(latest["new"].values()) == {"local"}
+
+
+class _Ready(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass

@@ -99,6 +99,20 @@ def platform(database_url: str, pg_server: str, tmp_path: Path) -> Iterator[tupl
         admin.close()
 
 
+def _check_pools(api: Api, env: dict[str, str]) -> None:
+    """Each Spark pool has an Airflow pool with its capacity as slots; tasks take a slot of theirs."""
+    slots = {p["name"]: p["slots"] for p in api.get("/pools")["pools"]}
+    assert slots["connect_local"] == 2
+    (ti,) = api.get("/dags/connect__fileSourceConnector/dagRuns/~/taskInstances?limit=1")["task_instances"]
+    assert ti["pool"] == "connect_local"
+    assert "connect_rebalance" in api.dag_ids()
+    assert api.runs("connect_rebalance"), "the rebalance sensor DAG runs on its own (continuous)"
+    _cli(env, "pools", "add", "cluster2", "--master", "yarn", "--capacity", "3")
+    assert {p["name"]: p["slots"] for p in api.get("/pools")["pools"]}["connect_cluster2"] == 3
+    _cli(env, "pools", "remove", "cluster2")
+    assert "connect_cluster2" not in {p["name"] for p in api.get("/pools")["pools"]}
+
+
 def _cli(env: dict[str, str], *args: str) -> str:
     return subprocess.run(
         [sys.executable, "-m", "connect_core.cli", *args],
@@ -149,6 +163,7 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
 
     _check_ui(base, password)
     _check_rest_mount(api)
+    _check_pools(api, env)
 
     _cli(env, "pause", "fileSourceConnector")
     assert api.get("/dags/connect__fileSourceConnector")["is_paused"] is True

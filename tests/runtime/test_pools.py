@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 
 from connect_core.runtime.allocation import Work
 from connect_core.runtime.context import Runtime
@@ -97,3 +97,52 @@ def test_a_local_pool_needs_no_heartbeat(runtime: Runtime, pools: PoolStore, tmp
     _expire(runtime, "local")
     assert pools.list(heartbeat_timeout=60)[0].alive
     assert set(pools.rebalance("sticky", 60, reason="initial").assignment.values()) == {"local"}
+
+
+def test_a_run_moved_mid_run_is_fenced_and_leaves_nothing(
+    runtime: Runtime, pools: PoolStore, tmp_path: Path, spark
+) -> None:  # type: ignore[no-untyped-def]
+    """The must-show fenced commit: superseded mid-run → FENCED, no segment, no files, position untouched."""
+    from connect_core.runtime.models import TopicSegmentRow
+    from connect_core.runtime.runner import TaskRunner
+
+    pools.add("a", "spark://127.0.0.1:7077")
+    pools.add("b", "spark://127.0.0.1:7078")
+    pools.remove("local")
+    _counters(runtime, tmp_path, n=1, tasks=1)
+    owner = pools.assignment()[Work("c0", 0)][0]
+    other = ({"a", "b"} - {owner}).pop()
+
+    def runner(pool: str, spark_factory) -> TaskRunner:  # type: ignore[no-untyped-def]
+        return TaskRunner(
+            connectors=runtime.connectors,
+            runs=runtime.runs,
+            topics=runtime.topics,
+            registry=runtime.registry,
+            spark=spark_factory,
+            lease_seconds=30,
+            pool=pool,
+        )
+
+    def owner_dies_once_the_run_started():  # type: ignore[no-untyped-def]
+        _expire(runtime, owner)
+        assert pools.rebalance("sticky", heartbeat_timeout=60).assignment[Work("c0", 0)] == other
+        return spark
+
+    fenced = runner(owner, owner_dies_once_the_run_started).run("c0", 0)
+    assert fenced.state == "FENCED", fenced.message
+    with runtime.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(TopicSegmentRow)).scalar() == 0
+    assert runtime.connectors.positions("c0") == {}
+    topic_dir = Path(runtime.settings.topics_base) / "t0"
+    assert not any(topic_dir.rglob("*.parquet")), "the fenced run's staged files are gone"
+    assert runtime.connectors.last_runs("c0", limit=1)[0]["state"] == "FENCED"
+
+    # A run still started on the old pool is refused before it reads anything.
+    refused = runner(owner, lambda: spark).run("c0", 0)
+    assert refused.state == "FENCED" and f"assigned to pool `{other}`" in refused.message
+
+    done = runner(other, lambda: spark).run("c0", 0)
+    assert done.state == "SUCCEEDED" and done.rows == 10
+    with runtime.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(TopicSegmentRow)).scalar() == 1
