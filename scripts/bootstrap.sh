@@ -19,6 +19,17 @@ if [ "${CONNECT_SKIP_CHROMIUM:-0}" != 1 ] && ! command -v chromium >/dev/null 2>
   fi
 fi
 
+# JDBC drivers of the JDBC connectors: Debian's packages put them in /usr/share/java
+# (or point a connector's `connection.jar` at your own).
+if [ ! -f /usr/share/java/postgresql.jar ] || [ ! -f /usr/share/java/mariadb-java-client.jar ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing the PostgreSQL and MariaDB JDBC drivers (apt)"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpostgresql-jdbc-java libmariadb-java >/dev/null
+  else
+    echo "bootstrap: JDBC drivers missing: apt-get install libpostgresql-jdbc-java libmariadb-java" >&2
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip

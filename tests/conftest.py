@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,10 @@ from connect_core.runtime.runner import TaskRunner
 from connect_core.runtime.settings import Settings
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers with this venv's packages
 logging.getLogger("py4j").setLevel(logging.WARNING)  # its shutdown logs after pytest closed the streams
+
+JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/mariadb-java-client.jar")
 
 #: The machine's Postgres; CONNECT_TEST_PG_URL overrides it.
 SERVER_URL = os.environ.get("CONNECT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -76,6 +80,8 @@ def spark():  # type: ignore[no-untyped-def]
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.log.level", "WARN")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.jars", ",".join(JDBC_JARS))  # the JDBC connectors' drivers (Debian packages)
         .getOrCreate()
     )
     yield session

@@ -20,7 +20,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.precheck import has_new_data
 from connect_core.runtime.rebalancer import Placement, place
-from connect_core.runtime.submit import RUNNER_MAIN, runner_args, runner_env, spark_conf
+from connect_core.runtime.submit import RUNNER_MAIN, merge_spark_conf, runner_args, runner_env, spark_conf
 
 __all__ = ["DEFAULT_SPARK_CONN_ID", "ConnectTaskOperator"]
 
@@ -67,7 +67,9 @@ class ConnectTaskOperator(SparkSubmitOperator):
             self.env_vars = {**runner_env(runtime.settings, runtime.database_url), **(self.env_vars or {})}
             # Run where the current assignment says; the runner re-checks it under the task's row lock.
             self._placement = place(runtime.engine, runtime.settings, self.connector, self.connect_task_id)
-            self.conf = spark_conf({**self._placement.conf, **(self.conf or {})})
+            self.conf = spark_conf(
+                merge_spark_conf(self._placement.conf, runtime.spark_conf_for(self.connector), self.conf or {})
+            )
             self.application_args = runner_args(self.connector, self.connect_task_id, self._placement.pool)
             self.log.info(
                 "task `%s-%s` runs on Spark pool `%s` (%s), rebalance generation %s",

@@ -36,7 +36,10 @@ def run(
         for t in task_ids:
             placement = None if master else place(rt.engine, rt.settings, name, t)
             pools.append(placement.pool if placement else master or "")
-            results.append(submit_task(rt.settings, rt.database_url, name, t, master=master, placement=placement))
+            conf = rt.spark_conf_for(name)
+            results.append(
+                submit_task(rt.settings, rt.database_url, name, t, master=master, placement=placement, conf=conf)
+            )
     if output == "json":
         print_json(
             [

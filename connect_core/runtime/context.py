@@ -79,6 +79,12 @@ class Runtime:
         self._place_new_work()
         return info
 
+    def spark_conf_for(self, name: str) -> dict[str, str]:
+        """The Spark settings the connector's plugin asks for (e.g. its JDBC driver's jar)."""
+        info = self.connectors.get(name)
+        plugin: Any = self.registry.resolve(info.connector_class).cls
+        return dict(plugin().spark_conf(plugin.config_model.model_validate(info.config)))
+
     def _place_new_work(self) -> None:
         """Rebalance on a config change, as Kafka and RocketMQ do (on recorded liveness: no probes here)."""
         s = self.settings

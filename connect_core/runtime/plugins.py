@@ -42,6 +42,10 @@ ALIASES: dict[str, str] = {
     "org.apache.kafka.connect.file.FileStreamSinkConnector": "FileSinkConnector",
     "FileStreamSource": "FileSourceConnector",
     "FileStreamSink": "FileSinkConnector",
+    "io.confluent.connect.jdbc.JdbcSourceConnector": "JdbcSourceConnector",
+    "io.confluent.connect.jdbc.JdbcSinkConnector": "JdbcSinkConnector",
+    "org.apache.rocketmq.connect.jdbc.connector.JdbcSourceConnector": "JdbcSourceConnector",
+    "org.apache.rocketmq.connect.jdbc.connector.JdbcSinkConnector": "JdbcSinkConnector",
 }
 
 

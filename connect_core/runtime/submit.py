@@ -22,6 +22,7 @@ __all__ = [
     "RESULT_PREFIX",
     "RUNNER_MAIN",
     "SubmitResult",
+    "merge_spark_conf",
     "runner_args",
     "runner_env",
     "spark_conf",
@@ -69,6 +70,19 @@ def spark_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
     }
 
 
+def merge_spark_conf(*confs: Mapping[str, str]) -> dict[str, str]:
+    """Later settings win, except `spark.jars`, whose comma-separated lists are joined."""
+    merged: dict[str, str] = {}
+    for conf in confs:
+        for key, value in conf.items():
+            if key == "spark.jars" and merged.get(key):
+                jars = [*merged[key].split(","), *(j for j in value.split(",") if j not in merged[key].split(","))]
+                merged[key] = ",".join(j for j in jars if j)
+            else:
+                merged[key] = value
+    return merged
+
+
 def runner_args(connector: str, task_id: int, pool: str | None = None) -> list[str]:
     return ["--connector", connector, "--task", str(task_id), *(["--pool", pool] if pool else [])]
 
@@ -114,6 +128,7 @@ def submit_task(
     *,
     master: str | None = None,
     placement: Placement | None = None,
+    conf: Mapping[str, str] | None = None,
     extra_env: Mapping[str, str] | None = None,
     timeout: float | None = None,
 ) -> SubmitResult:
@@ -122,10 +137,15 @@ def submit_task(
     env = {**os.environ, **runner_env(settings, database_url), **(extra_env or {})}
     if master is None and placement is not None:
         cmd = spark_submit_command(
-            settings, connector, task_id, master=placement.master, conf=placement.conf, pool=placement.pool
+            settings,
+            connector,
+            task_id,
+            master=placement.master,
+            conf=merge_spark_conf(placement.conf, conf or {}),
+            pool=placement.pool,
         )
     else:
-        cmd = spark_submit_command(settings, connector, task_id, master=master or "local[*]")
+        cmd = spark_submit_command(settings, connector, task_id, master=master or "local[*]", conf=conf)
     log.info("spark-submit of `%s-%s`: %s", connector, task_id, " ".join(cmd))
     started = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)

@@ -64,6 +64,11 @@ class Connector(ABC, Generic[ConfigT]):
     def task_configs(self, config: ConfigT, max_tasks: int) -> list[dict[str, Any]]:
         """Split the connector into at most `max_tasks` task configs (JSON-serialisable)."""
 
+    def spark_conf(self, config: ConfigT) -> dict[str, str]:
+        """Spark settings every run of this connector needs, given to spark-submit
+        (e.g. `spark.jars` with a JDBC driver). `spark.jars` lists are merged with the pool's."""
+        return {}
+
 
 class SourceTask(ABC):
     """Reads one bounded micro-batch per run from an external system."""

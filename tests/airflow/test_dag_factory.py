@@ -103,8 +103,8 @@ def test_the_rebalance_dag_waits_in_the_triggerer_then_rebalances(runtime: Runti
 def test_tasks_take_a_slot_of_their_pools_airflow_pool(runtime: Runtime, tmp_path: Path) -> None:
     from connect_core.runtime.pools import PoolStore
 
-    file_pair(runtime, tmp_path)
-    assert _dags(runtime)["connect__fileSourceConnector"].tasks[0].pool == "default_pool"  # not assigned yet
+    file_pair(runtime, tmp_path)  # placed on `local` as they are created
+    assert _dags(runtime)["connect__fileSourceConnector"].tasks[0].pool == "connect_local"
     pools = PoolStore(runtime.engine)
     pools.add("spark-a", "spark://127.0.0.1:7077", capacity=3)
     pools.remove("local")

@@ -1,0 +1,152 @@
+"""Reading through Spark's JDBC data source: small metadata queries, column types, clear errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from connect_core.connectors.jdbc.config import JdbcConnectionConfig
+from connect_core.connectors.jdbc.dialect import Dialect, dialect_for
+from connect_core.sdk.errors import ConfigError, ConnectError, FatalError, RetriableError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Column", "Jdbc", "jdbc_errors"]
+
+_AUTH = ("password authentication failed", "access denied", "authentication failed", "no password")
+_UNREACHABLE = (
+    "connection refused",
+    "could not connect",
+    "unknownhostexception",
+    "connect timed out",
+    "no route to host",
+    "communications link failure",
+    "socket fail to connect",
+    "could not open connection",
+)
+
+
+@contextmanager
+def jdbc_errors(dialect: Dialect, what: str) -> Iterator[None]:
+    """JDBC failures as errors that name the host and what we were doing, never the password."""
+    try:
+        yield
+    except ConnectError:
+        raise
+    except Exception as exc:
+        text = str(exc)
+        lower = text.lower()
+        if any(s in lower for s in _AUTH):
+            raise FatalError(f"{dialect.host} refused the login ({what}): wrong user or password") from None
+        if any(s in lower for s in _UNREACHABLE):
+            raise RetriableError(f"cannot reach the database at {dialect.host} ({what})") from None
+        if "no suitable driver" in lower or "classnotfoundexception" in lower:
+            raise FatalError(
+                f"no JDBC driver for `{dialect.name}` on the classpath ({what}): install "
+                "libpostgresql-jdbc-java / libmariadb-java or set `connection.jar`"
+            ) from None
+        first = next((line for line in text.splitlines() if "Exception" in line or "ERROR" in line), text[:300])
+        raise FatalError(f"{dialect.host}: {what} failed: {first.strip()[:500]}") from None
+
+
+class Column:
+    """A source column: its name, the database's type name, precision/scale."""
+
+    def __init__(self, name: str, sql_type: str, precision: int | None = None, scale: int | None = None) -> None:
+        self.name, self.sql_type, self.precision, self.scale = name, sql_type.lower(), precision, scale
+
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"connect.sql.type": self.sql_type}
+        if self.precision is not None:
+            meta["connect.sql.precision"] = self.precision
+        if self.scale is not None:
+            meta["connect.sql.scale"] = self.scale
+        return meta
+
+    @property
+    def as_text(self) -> bool:
+        """Types Spark's JDBC reader would change (TIME → timestamp, PostgreSQL's uuid/interval/…)."""
+        return (self.sql_type.startswith("time") and not self.sql_type.startswith("timestamp")) or self.sql_type in (
+            "interval",
+            "uuid",
+            "inet",
+            "cidr",
+            "macaddr",
+            "money",
+            "xml",
+            "user-defined",
+            "year",
+        )
+
+
+class Jdbc:
+    """One database as seen through Spark's JDBC source."""
+
+    def __init__(self, spark: SparkSession, config: JdbcConnectionConfig) -> None:
+        self.spark = spark
+        self.dialect = dialect_for(config.connection_url)
+        self.props = {"fetchsize": str(config.fetch_size)}
+        if self.dialect.driver:
+            self.props["driver"] = self.dialect.driver
+        if config.connection_user:
+            self.props["user"] = config.connection_user
+        if config.connection_password:
+            self.props["password"] = config.connection_password
+
+    def read(self, sql: str, predicates: list[str] | None = None) -> DataFrame:
+        """The rows of a SELECT (as a subquery), in parallel over `predicates` when given."""
+        reader = self.spark.read.option("preferTimestampNTZ", "true")
+        table = f"({sql}) connect_q"
+        if predicates:
+            return reader.jdbc(self.dialect.spark_url, table, predicates=predicates, properties=self.props)
+        return reader.jdbc(self.dialect.spark_url, table, properties=self.props)
+
+    def rows(self, sql: str, what: str) -> list[Any]:
+        """A small result, collected in the driver (metadata, bounds)."""
+        with jdbc_errors(self.dialect, what):
+            return self.read(sql).collect()
+
+    def columns(self, table: tuple[str, ...]) -> list[Column]:
+        """The table's columns in order, from information_schema; a missing table is a ConfigError."""
+        name = table[-1]
+        if self.dialect.name == "mariadb":
+            schema = f"'{table[0]}'" if len(table) == 2 else "DATABASE()"
+            type_col = "CASE WHEN column_type = 'tinyint(1)' THEN 'boolean' ELSE data_type END"
+            text, number = "CHAR(128)", "SIGNED"
+        else:
+            schema = f"'{table[0]}'" if len(table) == 2 else "current_schema()"
+            type_col = "data_type"
+            text, number = "TEXT", "INTEGER"
+        # Explicit casts: drivers describe information_schema columns in odd ways.
+        sql = (
+            f"SELECT CAST(column_name AS {text}) AS name, CAST({type_col} AS {text}) AS sql_type, "
+            f"CAST(numeric_precision AS {number}) AS p, CAST(numeric_scale AS {number}) AS s "
+            f"FROM information_schema.columns WHERE table_schema = {schema} AND table_name = '{name}' "
+            "ORDER BY ordinal_position"
+        )
+        found = [
+            Column(r["name"], r["sql_type"], r["p"], r["s"]) for r in self.rows(sql, f"reading `{name}`'s columns")
+        ]
+        if not found:
+            raise ConfigError(f"table `{'.'.join(table)}` not found at {self.dialect.host}")
+        return found
+
+    def text_cast(self, quoted: str) -> str:
+        return f"CAST({quoted} AS CHAR)" if self.dialect.name == "mariadb" else f"CAST({quoted} AS TEXT)"
+
+    def timestamp_text(self, quoted: str) -> str:
+        """A timestamp as `YYYY-MM-DD HH:MM:SS.ffffff` text, exactly as the database holds it."""
+        if self.dialect.name == "mariadb":
+            return f"DATE_FORMAT({quoted}, '%Y-%m-%d %H:%i:%s.%f')"
+        return f"to_char({quoted}, 'YYYY-MM-DD HH24:MI:SS.US')"
+
+    def now_minus(self, millis: int, with_zone: bool) -> str:
+        if self.dialect.name == "mariadb":
+            return f"(NOW(6) - INTERVAL {int(millis) * 1000} MICROSECOND)"
+        now = "CURRENT_TIMESTAMP" if with_zone else "LOCALTIMESTAMP"
+        return f"({now} - INTERVAL '{int(millis)} milliseconds')"
+
+    def limit(self, n: int) -> str:
+        return f" LIMIT {int(n)}"

@@ -1,0 +1,146 @@
+"""JDBC connector configs, keyed as Confluent's JDBC source and sink connectors."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
+from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList
+from connect_core.sdk.errors import ConfigError
+
+__all__ = ["JdbcConnectionConfig", "JdbcSinkConfig", "JdbcSourceConfig"]
+
+
+def _name(value: str, what: str) -> tuple[str, ...]:
+    try:
+        return parse_identifier(value, what)
+    except ConfigError as exc:  # pydantic reports ValueErrors by key
+        raise ValueError(str(exc)) from None
+
+
+SourceMode = Literal["bulk", "incrementing", "timestamp", "timestamp+incrementing"]
+
+
+class JdbcConnectionConfig(ConnectorConfig):
+    connection_url: str = Field(
+        alias="connection.url", min_length=6, description="JDBC URL: jdbc:postgresql://h:5432/db, jdbc:mariadb://h/db."
+    )
+    connection_user: str | None = Field(default=None, alias="connection.user", description="Database user.")
+    connection_password: str | None = Field(
+        default=None,
+        alias="connection.password",
+        description="Password (masked; `${env:VAR}` keeps it out of the store).",
+    )
+    connection_jar: str | None = Field(
+        default=None,
+        alias="connection.jar",
+        description="JDBC driver jar(s), comma-separated; default: Debian's /usr/share/java/{postgresql,mariadb-java-client}.jar.",
+    )
+    fetch_size: int = Field(default=10_000, alias="fetch.size", ge=1, description="Rows per JDBC round trip.")
+
+    @field_validator("connection_url")
+    @classmethod
+    def _jdbc_url(cls, value: str) -> str:
+        try:
+            dialect_for(value)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+class JdbcSourceConfig(JdbcConnectionConfig):
+    mode: SourceMode = Field(
+        default="bulk",
+        description="bulk (whole table each run), incrementing, timestamp, or timestamp+incrementing (Kafka's modes).",
+    )
+    incrementing_column_name: str | None = Field(
+        default=None, alias="incrementing.column.name", description="Strictly increasing numeric column (e.g. id)."
+    )
+    timestamp_column_name: str | None = Field(
+        default=None, alias="timestamp.column.name", description="Column with the row's last-modified time."
+    )
+    timestamp_delay_interval_ms: int = Field(
+        default=0,
+        alias="timestamp.delay.interval.ms",
+        ge=0,
+        description="Read rows only once their timestamp is this old, so transactions committing late are not missed.",
+    )
+    table_whitelist: TopicList = Field(
+        default_factory=list, alias="table.whitelist", description="Tables to copy (`schema.table` or `table`)."
+    )
+    query: str | None = Field(default=None, description="A SELECT to copy instead of tables (one task, one topic).")
+    topic_prefix: str = Field(
+        alias="topic.prefix", description="Topic of table T is <prefix>T (may be empty); of a query, <prefix>."
+    )
+    batch_max_rows: int | None = Field(
+        default=None,
+        alias="batch.max.rows",
+        ge=1,
+        description="Most rows per table per micro-batch (default: all new).",
+    )
+    snapshot_partitions: int = Field(
+        default=4,
+        alias="snapshot.partitions",
+        ge=1,
+        le=1024,
+        description="Parallel JDBC reads of a large window, split on the incrementing column (bounds found by query).",
+    )
+
+    @field_validator("table_whitelist")
+    @classmethod
+    def _tables(cls, tables: list[str]) -> list[str]:
+        for table in tables:
+            _name(table, "table")
+        return tables
+
+    @field_validator("incrementing_column_name", "timestamp_column_name")
+    @classmethod
+    def _column(cls, value: str | None) -> str | None:
+        if value is not None and len(_name(value, "column")) != 1:
+            raise ValueError(f"column `{value}` must not be qualified")
+        return value
+
+    @model_validator(mode="after")
+    def _mode_columns(self) -> JdbcSourceConfig:
+        if bool(self.table_whitelist) == bool(self.query):
+            raise ValueError("set exactly one of `table.whitelist` and `query`")
+        if self.query and not self.topic_prefix:
+            raise ValueError("with `query`, `topic.prefix` is the topic's name: it cannot be empty")
+        if "incrementing" in self.mode and not self.incrementing_column_name:
+            raise ValueError(f"mode `{self.mode}` needs `incrementing.column.name`")
+        if "timestamp" in self.mode and not self.timestamp_column_name:
+            raise ValueError(f"mode `{self.mode}` needs `timestamp.column.name`")
+        return self
+
+
+class JdbcSinkConfig(SinkConnectorConfig, JdbcConnectionConfig):
+    insert_mode: Literal["insert", "upsert", "update"] = Field(
+        default="insert", alias="insert.mode", description="insert, upsert (insert or update by key) or update."
+    )
+    pk_mode: Literal["none", "record_value", "kafka"] = Field(
+        default="none",
+        alias="pk.mode",
+        description="none; record_value (pk.fields of the row); kafka (topic, partition, offset coordinates).",
+    )
+    pk_fields: TopicList = Field(default_factory=list, alias="pk.fields", description="Key columns (record_value).")
+    auto_create: bool = Field(default=False, alias="auto.create", description="Create a missing target table.")
+    auto_evolve: bool = Field(default=False, alias="auto.evolve", description="Add columns the table lacks.")
+    table_name_format: str = Field(
+        default="${topic}", alias="table.name.format", description="Target table; `${topic}` is the topic's name."
+    )
+
+    @model_validator(mode="after")
+    def _keys(self) -> JdbcSinkConfig:
+        if dialect_for(self.connection_url).name != "postgresql":
+            raise ValueError("the JDBC sink writes to PostgreSQL (jdbc:postgresql://…) only, for now")
+        if self.insert_mode in ("upsert", "update") and self.pk_mode == "none":
+            raise ValueError(f"insert.mode `{self.insert_mode}` needs a key: set `pk.mode`")
+        if self.pk_mode == "record_value" and not self.pk_fields:
+            raise ValueError("pk.mode `record_value` needs `pk.fields`")
+        for column in self.pk_fields:
+            _name(column, "pk field")
+        for topic in self.topics:
+            _name(self.table_name_format.replace("${topic}", topic), "table")
+        return self

@@ -1,0 +1,111 @@
+"""What differs between databases: identifier quoting, the JDBC driver, literals, errors.
+
+Identifiers from configs are checked against a strict pattern and then quoted,
+never pasted: `x; DROP TABLE y` is a config error, not SQL.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+from connect_core.sdk.errors import ConfigError
+
+__all__ = ["Dialect", "dialect_for", "parse_identifier"]
+
+# A table or column name: letters, digits, `_`, `$` (not first); optionally schema-qualified.
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+
+
+def parse_identifier(value: str, what: str) -> tuple[str, ...]:
+    """`schema.table` or `table` (or a column) as its parts; anything else is a ConfigError."""
+    parts = tuple(value.strip().split("."))
+    if not 1 <= len(parts) <= 2 or not all(_NAME.match(p) for p in parts):
+        raise ConfigError(
+            f"{what} `{value}` is not a plain SQL name (letters, digits, `_`, `$`; `schema.table` at most)"
+        )
+    return parts
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str  # postgresql | mariadb | generic
+    url: str
+    driver: str | None
+    default_jars: tuple[str, ...]
+    quote_char: str
+
+    @property
+    def host(self) -> str:
+        """`host:port` of the URL, for error messages."""
+        rest = self.url.split("://", 1)[1] if "://" in self.url else self.url
+        netloc = urlsplit("//" + rest).netloc.rsplit("@", 1)[-1]
+        return netloc or rest.split("/", 1)[0]
+
+    @property
+    def database(self) -> str | None:
+        rest = self.url.split("://", 1)[1] if "://" in self.url else ""
+        path = urlsplit("//" + rest).path.strip("/")
+        return path.split("/")[0] or None
+
+    @property
+    def spark_url(self) -> str:
+        """The URL handed to Spark: it picks its SQL dialect (quoting, type mapping) by the URL's
+        prefix and knows MySQL's, not MariaDB's; MariaDB's driver takes `jdbc:mysql:` URLs too."""
+        if self.name == "mariadb" and self.url.startswith("jdbc:mariadb:"):
+            return "jdbc:mysql:" + self.url[len("jdbc:mariadb:") :]
+        return self.url
+
+    def quote(self, parts: tuple[str, ...] | str) -> str:
+        if isinstance(parts, str):
+            parts = parse_identifier(parts, "name")
+        q = self.quote_char
+        return ".".join(f"{q}{p}{q}" for p in parts)
+
+    def literal(self, value: object) -> str:
+        """A SQL literal of a position value we stored ourselves (ints, decimals, timestamps only)."""
+        if isinstance(value, bool) or value is None:
+            raise ConfigError(f"cannot use `{value!r}` as a position")
+        if isinstance(value, int | Decimal):
+            return str(value)
+        if isinstance(value, datetime | date):
+            text = value.isoformat(sep=" ") if isinstance(value, datetime) else value.isoformat()
+            return f"TIMESTAMP '{text}'" if isinstance(value, datetime) else f"DATE '{text}'"
+        raise ConfigError(f"cannot use `{value!r}` ({type(value).__name__}) as a position")
+
+    def jars(self, configured: str | None) -> list[str]:
+        if configured:
+            return [j.strip() for j in configured.split(",") if j.strip()]
+        return [j for j in self.default_jars if Path(j).exists()] or list(self.default_jars[:1])
+
+    def libpq_dsn(self, user: str | None, password: str | None) -> dict[str, str]:
+        """psycopg2 connection arguments of a PostgreSQL JDBC URL."""
+        parts = urlsplit("//" + self.url.split("://", 1)[1])
+        args = {"host": parts.hostname or "127.0.0.1", "port": str(parts.port or 5432)}
+        args["dbname"] = parts.path.strip("/") or "postgres"
+        query = dict(parse_qsl(parts.query))
+        user, password = user or query.get("user"), password or query.get("password")
+        if user:
+            args["user"] = user
+        if password:
+            args["password"] = password
+        return args
+
+
+_POSTGRES_JARS = ("/usr/share/java/postgresql.jar",)
+_MARIADB_JARS = ("/usr/share/java/mariadb-java-client.jar", "/usr/share/java/mysql-connector-java.jar")
+
+
+def dialect_for(url: str) -> Dialect:
+    if not url.startswith("jdbc:"):
+        raise ConfigError(f"`connection.url` must be a JDBC URL (jdbc:postgresql://…, jdbc:mariadb://…), not `{url}`")
+    kind = url[len("jdbc:") :].split(":", 1)[0].lower()
+    if kind == "postgresql":
+        return Dialect("postgresql", url, "org.postgresql.Driver", _POSTGRES_JARS, '"')
+    if kind in ("mariadb", "mysql"):
+        return Dialect("mariadb", url, "org.mariadb.jdbc.Driver", _MARIADB_JARS, "`")
+    return Dialect("generic", url, None, (), '"')

@@ -1,0 +1,254 @@
+"""JdbcSourceConnector: tables (or a query) into topics, in Kafka's JDBC source modes.
+
+Each run reads one bounded window per table and commits the position at its
+end, per table as Kafka does (`{"table": T}` → `{"incrementing": …, "timestamp": …}`):
+
+* `bulk`: the whole table, every run.
+* `incrementing`: rows with `id > last`, up to the largest id now (or the
+  `batch.max.rows`-th).
+* `timestamp`: rows with `last < ts <= upper`, where `upper` is the newest
+  timestamp older than `timestamp.delay.interval.ms` (late commits within the
+  delay are not missed).
+* `timestamp+incrementing`: ordered by `(ts, id)`, so rows sharing a timestamp
+  are neither lost nor read twice.
+
+The window's bounds come from one small query; the rows are read by Spark in
+parallel slices of the incrementing column (`snapshot.partitions`), never
+through the driver. Column types travel with the topic (field metadata
+`connect.sql.type`), so a sink can create the same types.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
+from connect_core.connectors.jdbc.config import JdbcSourceConfig
+from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
+from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
+from connect_core.sdk.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["JdbcSourceConnector", "JdbcSourceTask"]
+
+#: Below this many ids a window is read in one piece.
+SPLIT_MIN_IDS = 50_000
+
+
+@dataclass
+class _Source:
+    """One table (or the query) of a task."""
+
+    key: dict[str, str]  # the source partition: {"table": …} or {"query": …}
+    topic: str
+    relation: str  # what goes after FROM
+    table: tuple[str, ...] | None
+
+
+class JdbcSourceTask(SourceTask):
+    def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
+        cfg = JdbcSourceConfig.model_validate(self.config)
+        jdbc = Jdbc(spark, cfg)
+        records: dict[str, DataFrame] = {}
+        reached: list[SourcePosition] = []
+        for source in _sources(cfg, jdbc):
+            window = _Window(cfg, jdbc, source)
+            df, offset = window.read(positions.offset(source.key))
+            if df is None:
+                continue
+            records[source.topic] = df
+            if offset is not None:
+                reached.append(SourcePosition(source.key, offset))
+        return SourceBatch(records, tuple(reached))
+
+
+def _sources(cfg: JdbcSourceConfig, jdbc: Jdbc) -> list[_Source]:
+    if cfg.query:
+        return [_Source({"query": "query"}, cfg.topic_prefix, f"({cfg.query}) connect_src", None)]
+    found = []
+    for name in cfg.table_whitelist:
+        parts = parse_identifier(name, "table")
+        found.append(_Source({"table": name}, cfg.topic_prefix + parts[-1], jdbc.dialect.quote(parts), parts))
+    return found
+
+
+class _Window:
+    """The rows of one source between its committed position and now."""
+
+    def __init__(self, cfg: JdbcSourceConfig, jdbc: Jdbc, source: _Source) -> None:
+        self.cfg, self.jdbc, self.source = cfg, jdbc, source
+        self.q = jdbc.dialect.quote
+        self.inc = self.q(cfg.incrementing_column_name) if cfg.incrementing_column_name else None
+        self.ts = self.q(cfg.timestamp_column_name) if cfg.timestamp_column_name else None
+
+    def read(self, last: Any) -> tuple[DataFrame | None, dict[str, Any] | None]:
+        columns = self._columns()
+        select = ", ".join(
+            f"{self.jdbc.text_cast(self.q(c.name))} AS {self.q(c.name)}" if c.as_text else self.q(c.name)
+            for c in columns
+        )
+        mode = self.cfg.mode
+        where: list[str] | None
+        offset: dict[str, Any] | None
+        if mode == "bulk":
+            where, offset = [], None
+        elif mode == "incrementing":
+            where, offset = self._incrementing(last or {})
+        else:
+            where, offset = self._timestamp(last or {}, columns)
+        if where is None:
+            return None, None  # nothing new
+        base = " AND ".join(where) or "1=1"
+        sql = f"SELECT {select} FROM {self.source.relation} WHERE {base}"
+        with jdbc_errors(self.jdbc.dialect, f"reading {self.source.topic}"):
+            df = self.jdbc.read(sql, self._slices(base))
+            df = df.select(*[df[c.name].alias(c.name, metadata=c.metadata()) for c in columns])
+        return df, offset
+
+    def _columns(self) -> list[Column]:
+        if self.source.table is not None:
+            columns = self.jdbc.columns(self.source.table)
+        else:
+            with jdbc_errors(self.jdbc.dialect, "reading the query's columns"):
+                schema = self.jdbc.read(f"SELECT * FROM {self.source.relation} WHERE 1=0").schema
+            columns = [Column(f.name, f.dataType.simpleString()) for f in schema.fields]
+        names = {c.name for c in columns}
+        for key, column in (
+            ("incrementing.column.name", self.cfg.incrementing_column_name),
+            ("timestamp.column.name", self.cfg.timestamp_column_name),
+        ):
+            if column and column not in names:
+                where = f"table `{'.'.join(self.source.table)}`" if self.source.table else "the query"
+                raise ConfigError(f"{where} has no column `{column}` (`{key}`)", {key: [f"no column `{column}`"]})
+        return columns
+
+    def _incrementing(self, last: dict[str, Any]) -> tuple[list[str] | None, dict[str, Any] | None]:
+        assert self.inc is not None
+        after = [f"{self.inc} > {_number(last['incrementing'])}"] if "incrementing" in last else []
+        where = " AND ".join(after) or "1=1"
+        if self.cfg.batch_max_rows:
+            inner = f"SELECT {self.inc} AS v FROM {self.source.relation} WHERE {where} ORDER BY {self.inc}"
+            sql = f"SELECT MAX(v) AS hi FROM ({inner}{self.jdbc.limit(self.cfg.batch_max_rows)}) b"
+        else:
+            sql = f"SELECT MAX({self.inc}) AS hi FROM {self.source.relation} WHERE {where}"
+        (row,) = self.jdbc.rows(sql, f"finding new rows of {self.source.topic}")
+        if row["hi"] is None:
+            return None, None
+        hi = _stored(row["hi"])
+        return [*after, f"{self.inc} <= {_number(hi)}"], {"incrementing": hi}
+
+    def _timestamp(self, last: dict[str, Any], columns: list[Column]) -> tuple[list[str] | None, dict[str, Any] | None]:
+        assert self.ts is not None
+        ts_type = next(c.sql_type for c in columns if c.name == self.cfg.timestamp_column_name)
+        with_zone = "with time zone" in ts_type or ts_type in ("timestamptz", "timestamp")
+        with_zone = with_zone and self.jdbc.dialect.name != "mariadb" and "without" not in ts_type
+        cut = f"{self.ts} < {self.jdbc.now_minus(self.cfg.timestamp_delay_interval_ms, with_zone)}"
+        after = self._after(last)
+        where = " AND ".join([*after, cut])
+        order = [self.ts, *([self.inc] if self.inc else [])]
+        fields = f"{self.jdbc.timestamp_text(self.ts)} AS t" + (f", {self.inc} AS i" if self.inc else "")
+        desc = ", ".join(f"{o} DESC" for o in order)
+        if self.cfg.batch_max_rows:
+            inner = (
+                f"SELECT {self.ts}, {self.inc or self.ts} AS connect_i FROM {self.source.relation} WHERE {where} "
+                f"ORDER BY {', '.join(order)}{self.jdbc.limit(self.cfg.batch_max_rows)}"
+            )
+            fields = f"{self.jdbc.timestamp_text(self.ts)} AS t" + (", connect_i AS i" if self.inc else "")
+            desc = f"{self.ts} DESC" + (", connect_i DESC" if self.inc else "")
+            sql = f"SELECT {fields} FROM ({inner}) b ORDER BY {desc}{self.jdbc.limit(1)}"
+        else:
+            sql = f"SELECT {fields} FROM {self.source.relation} WHERE {where} ORDER BY {desc}{self.jdbc.limit(1)}"
+        rows = self.jdbc.rows(sql, f"finding new rows of {self.source.topic}")
+        if not rows:
+            return None, None
+        upper_ts = rows[0]["t"]
+        upper = f"{self.ts} <= TIMESTAMP '{_timestamp(upper_ts)}'"
+        offset: dict[str, Any] = {"timestamp": upper_ts}
+        if self.inc:
+            upper_inc = _stored(rows[0]["i"])
+            upper = (
+                f"({self.ts} < TIMESTAMP '{_timestamp(upper_ts)}' OR "
+                f"({self.ts} = TIMESTAMP '{_timestamp(upper_ts)}' AND {self.inc} <= {_number(upper_inc)}))"
+            )
+            offset["incrementing"] = upper_inc
+        return [*after, upper], offset
+
+    def _after(self, last: dict[str, Any]) -> list[str]:
+        if "timestamp" not in last:
+            return []
+        ts = f"TIMESTAMP '{_timestamp(last['timestamp'])}'"
+        if self.inc and "incrementing" in last:
+            return [f"({self.ts} > {ts} OR ({self.ts} = {ts} AND {self.inc} > {_number(last['incrementing'])}))"]
+        return [f"{self.ts} > {ts}"]
+
+    def _slices(self, where: str) -> list[str] | None:
+        """Predicates splitting the window on the incrementing column (bounds from one query)."""
+        if not self.inc or self.cfg.snapshot_partitions < 2:
+            return None
+        sql = f"SELECT MIN({self.inc}) AS lo, MAX({self.inc}) AS hi FROM {self.source.relation} WHERE {where}"
+        (row,) = self.jdbc.rows(sql, f"sizing {self.source.topic}")
+        lo, hi = row["lo"], row["hi"]
+        if lo is None or not _integral(lo) or not _integral(hi) or int(hi) - int(lo) < SPLIT_MIN_IDS:
+            return None
+        lo, hi = int(lo), int(hi)
+        step = math.ceil((hi - lo + 1) / self.cfg.snapshot_partitions)
+        bounds = [lo + i * step for i in range(self.cfg.snapshot_partitions)] + [hi + 1]
+        return [f"{where} AND {self.inc} >= {a} AND {self.inc} < {b}" for a, b in itertools.pairwise(bounds)]
+
+
+def _integral(value: Any) -> bool:
+    return isinstance(value, int) or (isinstance(value, Decimal) and value == value.to_integral_value())
+
+
+def _stored(value: Any) -> int | str:
+    """A position value as JSON keeps it exactly: ints, else decimal text."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)
+    return str(value)
+
+
+def _number(value: Any) -> str:
+    """A stored numeric position as a SQL literal (it came from the database; checked anyway)."""
+    text = str(value)
+    Decimal(text)  # raises on anything that is not a number
+    if not text.lstrip("-").replace(".", "", 1).isdigit():
+        raise ConfigError(f"stored position `{text}` is not a number")
+    return text
+
+
+def _timestamp(value: Any) -> str:
+    """A stored timestamp position, checked to be `YYYY-MM-DD HH:MM:SS[.ffffff]` before it enters SQL."""
+    from datetime import datetime
+
+    text = str(value)
+    datetime.strptime(text[:26], "%Y-%m-%d %H:%M:%S.%f" if "." in text else "%Y-%m-%d %H:%M:%S")
+    return text
+
+
+class JdbcSourceConnector(SourceConnector[JdbcSourceConfig]):
+    config_model = JdbcSourceConfig
+    task_class = JdbcSourceTask
+
+    def task_configs(self, config: JdbcSourceConfig, max_tasks: int) -> list[dict[str, Any]]:
+        base = config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})
+        if config.query:
+            return [base]
+        tables = config.table_whitelist
+        groups = [tables[i::max_tasks] for i in range(min(max_tasks, len(tables)))]
+        return [{**base, "table.whitelist": group} for group in groups]
+
+    def output_topics(self, config: JdbcSourceConfig) -> list[str]:
+        if config.query:
+            return [config.topic_prefix]
+        return [config.topic_prefix + parse_identifier(t, "table")[-1] for t in config.table_whitelist]
+
+    def spark_conf(self, config: JdbcSourceConfig) -> dict[str, str]:
+        return {"spark.jars": ",".join(dialect_for(config.connection_url).jars(config.connection_jar))}
