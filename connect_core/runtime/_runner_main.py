@@ -9,10 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 
 _STARTED = time.monotonic()
+# Run as a script, this file's directory comes first on sys.path, and its sibling modules would
+# shadow the standard library (`secrets.py` hides the `secrets` numpy imports). Packages only.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -176,3 +176,190 @@ def test_query_mode(runtime: Runtime, runner: TaskRunner, postgres: Database, ta
     _sync(runner, "src", "sink")
     assert target.rows("SELECT id, amount FROM orders ORDER BY id")[0] == (2, 4)
     assert len(target.rows("SELECT id FROM orders")) == 5
+
+
+MARIADB_TYPES = """
+CREATE TABLE types (
+  id INT PRIMARY KEY, ti TINYINT, si SMALLINT, mi MEDIUMINT, i INT, bi BIGINT, ubi BIGINT UNSIGNED,
+  dec_ DECIMAL(30,10), f FLOAT, d DOUBLE, s VARCHAR(100), t TEXT, dt DATE, dtm DATETIME(6), ts TIMESTAMP(6) NULL,
+  tm TIME(6), b BOOLEAN, bin BLOB, j JSON
+)"""
+MARIADB_ROWS = [
+    "(1, -128, -32768, -8388608, -2147483648, -9223372036854775808, 18446744073709551615,"
+    " '12345678901234567890.1234567890', 1.5, 0.1, 'héllo 中文 😀', 'a,\"b\"\\nc\\\\d', '1000-01-01',"
+    " '2024-02-29 23:59:59.999999', '2024-03-01 12:00:00.000001', '13:14:15.123456', TRUE, X'0001FF',"
+    ' \'{"a": [1, 2, "x"]}\')',
+    "(2, 127, 32767, 8388607, 2147483647, 9223372036854775807, 0, '-0.0000000001', -3.25, 1e308, '', '',"
+    " '9999-12-31', '1970-01-01 00:00:00', NULL, '00:00:00', FALSE, X'', '[]')",
+    "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+]
+
+
+def test_mariadb_types_arrive_in_postgres_value_for_value(
+    runtime: Runtime,
+    runner: TaskRunner,
+    mariadb: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+) -> None:
+    from datetime import date, datetime, time
+    from decimal import Decimal
+
+    mariadb.execute("SET time_zone = '+00:00'", MARIADB_TYPES, "INSERT INTO types VALUES " + ", ".join(MARIADB_ROWS))
+    runtime.create_connector(
+        "src",
+        mariadb.source_config(
+            **{"table.whitelist": "types", "topic.prefix": "", "mode": "incrementing", "incrementing.column.name": "id"}
+        ),
+    )
+    _sink(runtime, target, "types")
+    _sync(runner, "src", "sink")
+    got = [_plain(r) for r in target.rows("SELECT * FROM types ORDER BY id")]
+    assert got[0] == (
+        1,
+        -128,
+        -32768,
+        -8388608,
+        -2147483648,
+        -9223372036854775808,
+        Decimal("18446744073709551615"),
+        Decimal("12345678901234567890.1234567890"),
+        1.5,
+        0.1,
+        "héllo 中文 😀",
+        'a,"b"\nc\\d',
+        date(1000, 1, 1),
+        datetime(2024, 2, 29, 23, 59, 59, 999999),
+        got[0][14],  # TIMESTAMP: an instant, checked below
+        time(13, 14, 15, 123456),
+        True,
+        b"\x00\x01\xff",
+        '{"a": [1, 2, "x"]}',
+    )
+    assert got[0][14].isoformat() == "2024-03-01T12:00:00.000001+00:00"
+    assert got[1][7:] == (
+        Decimal("-0.0000000001"),
+        -3.25,
+        1e308,
+        "",  # empty string, not NULL
+        "",
+        date(9999, 12, 31),
+        datetime(1970, 1, 1),
+        None,
+        time(0),
+        False,
+        b"",  # empty bytes, not NULL
+        "[]",
+    )
+    assert got[2] == (3, *([None] * 18))
+    types = dict(target.rows("SELECT column_name, data_type FROM information_schema.columns WHERE table_name='types'"))
+    assert types["dec_"] == "numeric" and types["dtm"] == "timestamp without time zone"
+    assert types["ts"] == "timestamp with time zone" and types["tm"] == "time without time zone"
+    assert types["b"] == "boolean" and types["bin"] == "bytea" and types["ubi"] == "numeric"
+
+
+def test_postgres_types_round_trip_exactly(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+) -> None:
+    postgres.execute(
+        "CREATE TABLE types (id int PRIMARY KEY, si smallint, i integer, bi bigint, n numeric(38,10), r real, "
+        "d double precision, t text, vc varchar(20), dt date, ts timestamp(6), tz timestamptz(6), tm time(6), "
+        "b boolean, bin bytea, j json, jb jsonb, u uuid)",
+        "INSERT INTO types VALUES "
+        "(1, -32768, -2147483648, -9223372036854775808, 1234567890123456789012345678.0123456789, 3.4e38, "
+        "2.2250738585072014e-308, E'tab\\tquote\"comma,nl\\n😀 中', '', '0001-01-01', "
+        "'2000-01-01 00:00:00.000001', '2024-06-30 23:59:59.999999+02', '23:59:59.999999', true, "
+        '\'\\x00ff\'::bytea, \'{"k": [1, null]}\', \'{"z": 1, "a": {"b": true}}\', '
+        "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'), "
+        "(2, 32767, 2147483647, 9223372036854775807, -0.0000000001, -0.0, 'Infinity', NULL, NULL, '2024-02-29', "
+        "NULL, NULL, '00:00:00', false, '', '[]', 'null', NULL), "
+        "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    )
+    runtime.create_connector(
+        "src",
+        postgres.source_config(
+            **{"table.whitelist": "types", "topic.prefix": "", "mode": "incrementing", "incrementing.column.name": "id"}
+        ),
+    )
+    _sink(runtime, target, "types")
+    _sync(runner, "src", "sink")
+    source = postgres.rows("SELECT * FROM types ORDER BY id")
+    copied = target.rows("SELECT * FROM types ORDER BY id")
+    assert [_plain(r) for r in copied] == [_plain(r) for r in source]
+    query = "SELECT column_name, data_type FROM information_schema.columns WHERE table_name='types' ORDER BY 1"
+    assert target.rows(query) == postgres.rows(query).__class__(
+        [(c, "text" if t == "character varying" else t) for c, t in postgres.rows(query)]
+    )
+
+
+def _plain(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+
+
+def test_bad_input_is_a_clear_error_and_commits_nothing(
+    runtime: Runtime,
+    runner: TaskRunner,
+    mariadb: Database,  # noqa: F811
+    postgres: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+) -> None:
+    from connect_core.sdk.errors import ConfigError
+
+    # An identifier is a name or an error, never SQL.
+    with pytest.raises(ConfigError) as bad:
+        runtime.create_connector(
+            "evil", mariadb.source_config(**{"table.whitelist": "x; DROP TABLE y", "topic.prefix": ""})
+        )
+    assert "table.whitelist" in bad.value.errors and "not a plain SQL name" in str(bad.value)
+    with pytest.raises(ConfigError) as bad_sink:
+        runtime.create_connector(
+            "evil-sink",
+            {
+                "connector.class": "JdbcSinkConnector",
+                "connection.url": target.jdbc_url,
+                "topics": "t",
+                "table.name.format": "t;drop",
+            },
+        )
+    assert "not a plain SQL name" in str(bad_sink.value)
+
+    def fails(name: str, config: dict[str, Any], *expected: str) -> None:
+        runtime.create_connector(name, config)
+        result = runner.run(name, 0)
+        assert result.state == "FAILED"
+        for text in expected:
+            assert text in result.message, result.message
+        assert runtime.connectors.positions(name) == {}  # nothing committed
+
+    mariadb.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)", "INSERT INTO t VALUES (1, 'x')")
+    base = {"table.whitelist": "t", "topic.prefix": "", "mode": "incrementing"}
+    fails(
+        "no-column",
+        mariadb.source_config(**base, **{"incrementing.column.name": "seq"}),
+        "table `t` has no column `seq`",
+    )
+    fails(
+        "no-table",
+        mariadb.source_config(**{**base, "table.whitelist": "nope", "incrementing.column.name": "id"}),
+        "table `nope` not found at 127.0.0.1:3306",
+    )
+    wrong_password = mariadb.source_config(**base, **{"incrementing.column.name": "id", "connection.password": "wrong"})
+    fails("wrong-password", wrong_password, "127.0.0.1:3306 refused the login", "wrong user or password")
+    unreachable = {**wrong_password, "connection.url": "jdbc:postgresql://127.0.0.1:1/db", "connection.password": "pw"}
+    fails("unreachable", unreachable, "cannot reach the database at 127.0.0.1:1")
+    assert "wrong" not in str(runtime.connectors.last_runs("wrong-password")[0]["error"]).replace("wrong user", "")
+
+    # A column type the sink cannot map: the sink fails, its offsets stay where they were.
+    postgres.execute("CREATE TABLE arr (id int PRIMARY KEY, tags int[])", "INSERT INTO arr VALUES (1, '{1,2}')")
+    runtime.create_connector(
+        "arr-src",
+        postgres.source_config(**{"query": "SELECT id, tags FROM arr", "topic.prefix": "arr", "mode": "bulk"}),
+    )
+    assert runner.run("arr-src", 0).state == "SUCCEEDED"
+    _sink(runtime, target, "arr")
+    failed = runner.run("sink", 0)
+    assert failed.state == "FAILED" and "column `tags` has type array<int>" in failed.message
+    assert runtime.connectors.sink_offsets("sink") == {}
+    assert target.rows("SELECT to_regclass('arr')") == [(None,)]

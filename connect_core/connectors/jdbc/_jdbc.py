@@ -36,7 +36,7 @@ def jdbc_errors(dialect: Dialect, what: str) -> Iterator[None]:
     except ConnectError:
         raise
     except Exception as exc:
-        text = str(exc)
+        text = _with_causes(exc)
         lower = text.lower()
         if any(s in lower for s in _AUTH):
             raise FatalError(f"{dialect.host} refused the login ({what}): wrong user or password") from None
@@ -49,6 +49,21 @@ def jdbc_errors(dialect: Dialect, what: str) -> Iterator[None]:
             ) from None
         first = next((line for line in text.splitlines() if "Exception" in line or "ERROR" in line), text[:300])
         raise FatalError(f"{dialect.host}: {what} failed: {first.strip()[:500]}") from None
+
+
+def _with_causes(exc: BaseException) -> str:
+    """The message and its Java causes (Spark wraps a driver's "access denied" in FAILED_JDBC.CONNECTION)."""
+    parts = [str(exc)]
+    origin = getattr(exc, "_origin", None)
+    try:
+        for _ in range(10):
+            if origin is None:
+                break
+            parts.append(str(origin.toString()))
+            origin = origin.getCause()
+    except Exception:  # py4j gone: the Python message is all there is
+        pass
+    return "\n".join(parts)
 
 
 class Column:
