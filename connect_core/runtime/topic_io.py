@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from connect_core.runtime.topics import Segment
 from connect_core.sdk.errors import FatalError
 from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN
 
-__all__ = ["RESERVED_COLUMNS", "delete_path", "read_segments", "write_segment"]
+__all__ = ["RESERVED_COLUMNS", "delete_path", "read_segments", "read_topics", "write_segment"]
 
 RUN_COLUMN = "__run"
 SEQ_COLUMN = "__seq"
@@ -56,24 +56,50 @@ def _row_count(spark: SparkSession, path: str) -> int:
 
 def read_segments(spark: SparkSession, segments: Sequence[Segment]) -> DataFrame:
     """The rows of `segments` with `__topic`, `__partition` and exact `__offset` columns."""
-    if not segments:
-        raise ValueError("read_segments needs at least one segment")
-    index = spark.createDataFrame(
-        [(s.run_id, s.topic, s.partition, s.start_offset) for s in segments],
-        f"{RUN_COLUMN} long, {TOPIC_COLUMN} string, {PARTITION_COLUMN} int, __start long",
-    )
-    # A run writes one segment per topic, so (run, topic) identifies a segment.
-    frames = [
-        spark.read.option("mergeSchema", "true")
-        .parquet(*[s.path for s in segments if s.topic == topic])
-        .join(F.broadcast(index.where(F.col(TOPIC_COLUMN) == topic)), on=RUN_COLUMN)
-        for topic in sorted({s.topic for s in segments})
-    ]
+    frames = list(read_topics(spark, segments).values())
     joined = frames[0]
     for frame in frames[1:]:
         joined = joined.unionByName(frame, allowMissingColumns=True)
-    rank = F.row_number().over(Window.partitionBy(RUN_COLUMN, TOPIC_COLUMN).orderBy(SEQ_COLUMN))
-    return joined.withColumn(OFFSET_COLUMN, F.col("__start") + rank - 1).drop("__start", RUN_COLUMN, SEQ_COLUMN)
+    return joined
+
+
+def read_topics(spark: SparkSession, segments: Sequence[Segment]) -> dict[str, DataFrame]:
+    """Each topic's rows of `segments` (its own columns) with `__topic`, `__partition`, exact `__offset`.
+
+    `__seq` is `monotonically_increasing_id`: (Spark partition << 33) + row number within it,
+    dense inside each partition. A row's offset is the segment's start + the rows of the
+    segment's lower partitions + its row number: the per-partition counts come from one
+    aggregate over the two bookkeeping columns (no sort, no shuffle of the rows).
+    """
+    if not segments:
+        raise ValueError("read_segments needs at least one segment")
+    frames = {}
+    for topic in sorted({s.topic for s in segments}):
+        mine = [s for s in segments if s.topic == topic]
+        df = spark.read.option("mergeSchema", "true").parquet(*[s.path for s in mine])
+        pid = F.shiftright(F.col(SEQ_COLUMN), _PID_SHIFT)
+        counts = df.groupBy(RUN_COLUMN, pid.alias("__pid")).count().collect()
+        start = {s.run_id: (s.start_offset, s.partition) for s in mine}
+        bases: list[tuple[int, int, int, int]] = []
+        running: dict[int, int] = {}
+        for row in sorted(counts, key=lambda r: (r[RUN_COLUMN], r["__pid"])):
+            run = row[RUN_COLUMN]
+            offset = running.get(run, start[run][0])
+            bases.append((run, row["__pid"], offset, start[run][1]))
+            running[run] = offset + row["count"]
+        index = spark.createDataFrame(bases, f"{RUN_COLUMN} long, __pid long, __base long, {PARTITION_COLUMN} int")
+        within = F.col(SEQ_COLUMN) - F.shiftleft(F.col("__pid"), _PID_SHIFT)
+        frames[topic] = (
+            df.withColumn("__pid", pid)
+            .join(F.broadcast(index), on=[RUN_COLUMN, "__pid"])
+            .withColumn(TOPIC_COLUMN, F.lit(topic))
+            .withColumn(OFFSET_COLUMN, F.col("__base") + within)
+            .drop("__pid", "__base", RUN_COLUMN, SEQ_COLUMN)
+        )
+    return frames
+
+
+_PID_SHIFT = 33  # monotonically_increasing_id: partition id in the upper 31 bits
 
 
 def delete_path(spark: SparkSession, path: str) -> None:

@@ -113,6 +113,15 @@ class SinkBatch:
     data: DataFrame
     row_count: int
     partitions: tuple[TopicPartition, ...]
+    by_topic: Mapping[str, DataFrame] = field(default_factory=dict)
+
+    def topic(self, name: str) -> DataFrame:
+        """One topic's rows with only that topic's columns (plus `__topic`, `__partition`, `__offset`)."""
+        if name in self.by_topic:
+            return self.by_topic[name]
+        from pyspark.sql import functions as F
+
+        return self.data.filter(F.col(TOPIC_COLUMN) == name)
 
     def ordered(self) -> DataFrame:
         """All rows in one Spark partition, in offset order: for sinks that write from the driver.

@@ -363,3 +363,52 @@ def test_bad_input_is_a_clear_error_and_commits_nothing(
     assert failed.state == "FAILED" and "column `tags` has type array<int>" in failed.message
     assert runtime.connectors.sink_offsets("sink") == {}
     assert target.rows("SELECT to_regclass('arr')") == [(None,)]
+
+
+def test_the_documented_mariadb_to_postgres_example_keeps_in_sync(
+    runtime: Runtime,
+    runner: TaskRunner,
+    mariadb: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """examples/jdbc/*.json as the README shows them, pointed at this test's databases."""
+    import json
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "jdbc"
+    source = json.loads((examples / "mariadb-orders-source.json").read_text())
+    sink = json.loads((examples / "postgres-orders-sink.json").read_text())
+    source["connection.url"] = mariadb.jdbc_url.split("?")[0]
+    sink["connection.url"] = target.jdbc_url
+    monkeypatch.setenv("SHOP_DB_PASSWORD", "")  # the example reads the password from the environment
+    source["timestamp.delay.interval.ms"] = 0
+    mariadb.execute(
+        "CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, customer INT, total DECIMAL(10,2), "
+        "status VARCHAR(20), updated_at DATETIME(6) DEFAULT NOW(6) ON UPDATE NOW(6))",
+        "CREATE TABLE customers (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(50), "
+        "updated_at DATETIME(6) DEFAULT NOW(6) ON UPDATE NOW(6))",
+        "INSERT INTO customers (name) VALUES ('Ada'), ('Linus')",
+        "INSERT INTO orders (customer, total, status) VALUES (1, 10.50, 'new'), (2, 99.99, 'new')",
+    )
+    runtime.create_connector("shop-source", source)
+    runtime.create_connector("shop-sink", sink)
+    assert len(runtime.connectors.get("shop-source").tasks) == 2  # one table per task
+
+    def sync() -> None:
+        for task in (0, 1):
+            assert runner.run("shop-source", task).state == "SUCCEEDED"
+        assert runner.run("shop-sink", 0).state == "SUCCEEDED"
+        for table in ("orders", "customers"):
+            src = mariadb.rows(f"SELECT * FROM {table} ORDER BY id")
+            assert target.rows(f"SELECT * FROM shop_{table} ORDER BY id") == [tuple(r) for r in src]
+
+    sync()
+    time.sleep(0.01)
+    mariadb.execute(
+        "UPDATE orders SET status = 'paid' WHERE id = 1",
+        "INSERT INTO orders (customer, total, status) VALUES (1, 5, 'new')",
+        "UPDATE customers SET name = 'Ada L.' WHERE id = 1",
+    )
+    sync()
+    assert target.rows("SELECT status FROM shop_orders WHERE id = 1") == [("paid",)]

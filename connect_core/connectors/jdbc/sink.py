@@ -79,7 +79,7 @@ class JdbcSinkTask(SinkTask):
             keep = fresh[0]
             for cond in fresh[1:]:
                 keep = keep | cond
-            df = batch.data.filter((F.col("__topic") == topic) & keep)
+            df = batch.topic(topic).filter(keep)
             written += self._write_topic(topic, df)
         return {"rows_written": written}
 
