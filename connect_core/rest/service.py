@@ -167,14 +167,7 @@ class ConnectService:
 
     def pools(self) -> list[dict[str, Any]]:
         """Every pool with its health and the connectors and tasks assigned to it."""
-        running: dict[str, list[str]] = {}
-        for work, (pool, _generation) in sorted(
-            self._pools().assignment().items(),
-            key=lambda kv: (kv[0].connector, -1 if kv[0].task is None else kv[0].task),
-        ):
-            running.setdefault(pool, []).append(
-                work.connector if work.task is None else f"{work.connector}-{work.task}"
-            )
+        running = self._pools().running()
         return [
             {**_masked_pool(p.to_dict()), "running": running.get(p.name, [])}
             for p in self._pools().list(self.rt.settings.heartbeat_timeout)

@@ -173,6 +173,15 @@ class PoolStore:
             rows = s.scalars(select(AssignmentRow)).all()
         return {_work(r.connector, r.task_id): (r.pool, r.generation) for r in rows}
 
+    def running(self) -> dict[str, builtins.list[str]]:
+        """What each pool runs: `connector` and `connector-task` names, in connector and task order."""
+        by_pool: dict[str, builtins.list[str]] = {}
+        for work, (pool, _generation) in sorted(
+            self.assignment().items(), key=lambda kv: (kv[0].connector, -1 if kv[0].task is None else kv[0].task)
+        ):
+            by_pool.setdefault(pool, []).append(_key(work))
+        return by_pool
+
     def placement(self, connector: str, task_id: int) -> tuple[str, int] | None:
         """The pool a task is assigned to, and the rebalance generation that put it there."""
         with self._sessions() as s:

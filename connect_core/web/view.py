@@ -61,9 +61,7 @@ def overview(runtime: Runtime) -> list[dict[str, Any]]:
 
 def pools_overview(runtime: Runtime) -> list[dict[str, Any]]:
     """Spark pools with their health and what each runs (no Spark conf: it may hold credentials)."""
-    running: dict[str, list[str]] = {}
-    for work, (pool, _generation) in sorted(runtime.pools.assignment().items(), key=lambda kv: str(kv[0])):
-        running.setdefault(pool, []).append(work.connector if work.task is None else f"{work.connector}-{work.task}")
+    running = runtime.pools.running()
     return [
         {
             "name": p.name,
