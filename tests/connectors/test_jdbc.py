@@ -153,8 +153,11 @@ def test_bulk_and_timestamp_modes(
     )
     _sink(runtime, target, "orders")
     assert _sync(runner, "src", "sink")[0].rows == 2
-    mariadb.execute("UPDATE orders SET name = 'b2', updated_at = '2024-01-02' WHERE id = 2")
+    mariadb.execute("UPDATE orders SET name = 'b1', updated_at = '2024-01-02' WHERE id = 2")
     assert _sync(runner, "src")[0].rows == (2 if mode == "bulk" else 1)  # bulk copies everything again
+    mariadb.execute("UPDATE orders SET name = 'b2', updated_at = '2024-01-03' WHERE id = 2")
+    _sync(runner, "src")
+    # One sink batch now holds id 2 twice (b1, then b2): the newest offset wins.
     _sync(runner, "sink")
     assert _same(mariadb, target, "orders")[1][1] == "b2"
 

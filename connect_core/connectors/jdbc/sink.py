@@ -128,7 +128,7 @@ class JdbcSinkTask(SinkTask):
         counts = staged.mapInArrow(_copier(self.dsn, copy_sql), "n long").collect()
         copied = sum(r["n"] for r in counts)
         with self._connect() as conn, conn.cursor() as cur:
-            cur.execute(_merge(cfg.insert_mode, table, self.stage, columns, keys))
+            _run_merge(cur, cfg.insert_mode, table, self.stage, columns, keys)
             cur.execute(
                 sql.SQL(
                     "INSERT INTO {} SELECT %s, %s, {}, max({}) + 1 FROM {} GROUP BY {} "
@@ -184,18 +184,37 @@ def _table_ident(name: str) -> Any:
     return sql.Identifier(*parse_identifier(name, "table"))
 
 
-def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str]) -> Any:
+def _run_merge(cur: Any, mode: str, table: Any, stage: str, columns: list[str], keys: list[str]) -> None:
+    """Merge the staged rows. An upsert first goes without de-duplicating (no sort of the batch);
+    only when a key occurs twice in the batch (PostgreSQL refuses to update a row twice in one
+    statement) is it redone keeping the newest offset per key."""
+    import psycopg2.errors
+
+    if mode != "upsert":
+        cur.execute(_merge(mode, table, stage, columns, keys, dedupe=True))
+        return
+    cur.execute("SAVEPOINT connect_merge")
+    try:
+        cur.execute(_merge(mode, table, stage, columns, keys, dedupe=False))
+    except psycopg2.errors.CardinalityViolation:
+        cur.execute("ROLLBACK TO SAVEPOINT connect_merge")
+        cur.execute(_merge(mode, table, stage, columns, keys, dedupe=True))
+
+
+def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str], *, dedupe: bool) -> Any:
     from psycopg2 import sql
 
     ident = sql.Identifier
     cols = sql.SQL(", ").join(map(ident, columns))
     if mode == "insert":
-        return sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} ORDER BY {}, {}").format(
-            table, cols, cols, ident(stage), ident(_P), ident(_O)
-        )
+        return sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(table, cols, cols, ident(stage))
     key_list = sql.SQL(", ").join(map(ident, keys))
-    latest = sql.SQL("SELECT DISTINCT ON ({}) {} FROM {} ORDER BY {}, {} DESC").format(
-        key_list, cols, ident(stage), key_list, ident(_O)
+    latest = (
+        sql.SQL("SELECT DISTINCT ON ({}) {} FROM {} ORDER BY {}, {} DESC").format(
+            key_list, cols, ident(stage), key_list, ident(_O)
+        )
+        if dedupe
+        else sql.SQL("SELECT {} FROM {}").format(cols, ident(stage))
     )
     others = [c for c in columns if c not in keys]
     if mode == "upsert":
