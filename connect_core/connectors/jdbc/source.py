@@ -146,8 +146,8 @@ class _Window:
     def _timestamp(self, last: dict[str, Any], columns: list[Column]) -> tuple[list[str] | None, dict[str, Any] | None]:
         assert self.ts is not None
         ts_type = next(c.sql_type for c in columns if c.name == self.cfg.timestamp_column_name)
-        with_zone = "with time zone" in ts_type or ts_type in ("timestamptz", "timestamp")
-        with_zone = with_zone and self.jdbc.dialect.name != "mariadb" and "without" not in ts_type
+        # PostgreSQL compares a timestamptz with CURRENT_TIMESTAMP, a timestamp with LOCALTIMESTAMP.
+        with_zone = self.jdbc.dialect.name != "mariadb" and ts_type == "timestamp with time zone"
         cut = f"{self.ts} < {self.jdbc.now_minus(self.cfg.timestamp_delay_interval_ms, with_zone)}"
         after = self._after(last)
         where = " AND ".join([*after, cut])
