@@ -368,12 +368,12 @@ class ConnectService:
                 if value is not None and value < 0:
                     raise ConfigError(f"offset of `{tp.topic}-{tp.partition}` must be >= 0")
                 changes[tp] = value
-            self.rt.connectors.alter_sink_offsets(name, changes)
+            self.rt.alter_sink_offsets(name, changes)
         return {"message": "The offsets for this connector have been altered successfully"}
 
     def reset_offsets(self, name: str) -> dict[str, str]:
         self._stopped(name)
-        self.rt.connectors.reset_offsets(name)
+        self.rt.reset_offsets(name)
         return {"message": "The offsets for this connector have been reset successfully"}
 
     def _stopped(self, name: str) -> Any:

@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 
 from connect_core.runtime import migrate
 from connect_core.runtime.airflow_client import AirflowClient
+from connect_core.runtime.config_providers import resolve
 from connect_core.runtime.connectors_store import ConnectorInfo, ConnectorStore
 from connect_core.runtime.db import database_url, make_engine, masked_url
 from connect_core.runtime.plugins import PluginRegistry
@@ -21,6 +22,7 @@ from connect_core.runtime.settings import Settings
 from connect_core.runtime.topics import TopicStore
 from connect_core.runtime.validation import validate_connector
 from connect_core.sdk.errors import ConfigError, RetriableError
+from connect_core.sdk.records import TopicPartition
 
 __all__ = ["Runtime"]
 
@@ -84,6 +86,23 @@ class Runtime:
         info = self.connectors.get(name)
         plugin: Any = self.registry.resolve(info.connector_class).cls
         return dict(plugin().spark_conf(plugin.config_model.model_validate(info.config)))
+
+    def alter_sink_offsets(self, name: str, changes: Mapping[TopicPartition, int | None]) -> None:
+        """Alter a sink's committed offsets (STOPPED connector) and tell its plugin."""
+        self.connectors.alter_sink_offsets(name, changes)
+        self._tell_sink(name, dict(changes))
+
+    def reset_offsets(self, name: str) -> None:
+        """Forget a connector's positions or offsets (STOPPED connector); a sink's plugin is told."""
+        self.connectors.reset_offsets(name)
+        self._tell_sink(name, None)
+
+    def _tell_sink(self, name: str, offsets: dict[TopicPartition, int | None] | None) -> None:
+        info = self.connectors.get(name)
+        if info.type != "sink":
+            return
+        plugin: Any = self.registry.resolve(info.connector_class).cls
+        plugin().alter_offsets(name, plugin.config_model.model_validate(resolve(info.config)), offsets)
 
     def _place_new_work(self) -> None:
         """Rebalance on a config change, as Kafka and RocketMQ do (on recorded liveness: no probes here)."""

@@ -137,3 +137,8 @@ class SinkConnector(Connector[ConfigT]):
     connector_type: ClassVar[ConnectorType] = "sink"
     config_model: ClassVar[type[ConnectorConfig]] = SinkConnectorConfig
     task_class: ClassVar[type[SinkTask]]
+
+    def alter_offsets(self, name: str, config: ConfigT, offsets: Mapping[TopicPartition, int | None] | None) -> None:
+        """Called after the runtime altered (`offsets`; None for a partition: removed) or reset (`None`)
+        the connector's committed offsets, for a sink that also keeps offsets in its target
+        (as Kafka's `SinkConnector.alterOffsets`): make them agree, or raise to refuse."""

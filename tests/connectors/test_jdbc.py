@@ -415,3 +415,36 @@ def test_the_documented_mariadb_to_postgres_example_keeps_in_sync(
     )
     sync()
     assert target.rows("SELECT status FROM shop_orders WHERE id = 1") == [("paid",)]
+
+
+def test_a_sink_offset_reset_writes_the_topic_again(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+) -> None:
+    """The offsets kept in the target only guard the batch Connect has not committed: after a reset
+    (Kafka's DELETE /connectors/{c}/offsets) the sink writes everything again."""
+    postgres.execute(
+        "CREATE TABLE orders (id int PRIMARY KEY, name text, amount numeric(12,2), updated_at timestamp)",
+        "INSERT INTO orders SELECT g, 'n' || g, g, NULL FROM generate_series(1, 20) g",
+    )
+    runtime.create_connector(
+        "src",
+        postgres.source_config(
+            **{
+                "mode": "incrementing",
+                "incrementing.column.name": "id",
+                "table.whitelist": "orders",
+                "topic.prefix": "",
+            }
+        ),
+    )
+    _sink(runtime, target, "orders")
+    _sync(runner, "src", "sink")
+    target.execute("DELETE FROM orders WHERE id > 10")
+    runtime.connectors.set_target_state("sink", "STOPPED")
+    runtime.reset_offsets("sink")  # what DELETE /connectors/sink/offsets does
+    runtime.connectors.set_target_state("sink", "RUNNING")
+    assert _sync(runner, "sink")[0].rows == 20
+    assert len(_same(postgres, target, "orders")) == 20

@@ -13,6 +13,7 @@ whatever `insert.mode` is.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +126,10 @@ class JdbcSinkTask(SinkTask):
                 ident(self.stage), sql.SQL(", ").join(map(ident, [*columns, _P, _O]))
             )
             copy_sql = copy.as_string(conn)
+        started = time.monotonic()
         counts = staged.mapInArrow(_copier(self.dsn, copy_sql), "n long").collect()
         copied = sum(r["n"] for r in counts)
+        copy_s = time.monotonic() - started
         with self._connect() as conn, conn.cursor() as cur:
             _run_merge(cur, cfg.insert_mode, table, self.stage, columns, keys)
             cur.execute(
@@ -140,6 +143,14 @@ class JdbcSinkTask(SinkTask):
                 (self.context.connector, topic),
             )
             cur.execute(sql.SQL("DROP TABLE {}").format(ident(self.stage)))
+        self.log.info(
+            "%s: %d row(s) COPYed in %.1f s from %d partition(s), merged in %.1f s",
+            topic,
+            copied,
+            copy_s,
+            len(counts),
+            time.monotonic() - started - copy_s,
+        )
         return copied
 
     def _ensure_table(self, table: Any, df: DataFrame, columns: list[str], keys: list[str]) -> None:
@@ -268,8 +279,41 @@ def _copier(dsn: dict[str, str], copy_sql: str) -> Any:
 
 
 class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):
+    """The offsets in the target's `connect_sink_offsets` are authoritative (as those of Kafka's
+    HDFS/S3 sinks): an offset reset or alteration through Connect is applied there too."""
+
     config_model = JdbcSinkConfig
     task_class = JdbcSinkTask
+
+    def alter_offsets(
+        self, name: str, config: JdbcSinkConfig, offsets: Mapping[TopicPartition, int | None] | None
+    ) -> None:
+        import psycopg2
+
+        dialect = dialect_for(config.connection_url)
+        conn = psycopg2.connect(**dialect.libpq_dsn(config.connection_user, config.connection_password))
+        try:
+            with conn, conn.cursor() as cur:
+                cur.execute("SELECT to_regclass(%s)", (OFFSETS_TABLE,))
+                if cur.fetchone()[0] is None:
+                    return
+                if offsets is None:
+                    cur.execute(f"DELETE FROM {OFFSETS_TABLE} WHERE connector = %s", (name,))
+                    return
+                for tp, offset in offsets.items():
+                    if offset is None:
+                        cur.execute(
+                            f"DELETE FROM {OFFSETS_TABLE} WHERE connector = %s AND topic = %s AND partition = %s",
+                            (name, tp.topic, tp.partition),
+                        )
+                    else:
+                        cur.execute(
+                            f"INSERT INTO {OFFSETS_TABLE} VALUES (%s, %s, %s, %s) ON CONFLICT "
+                            "(connector, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset",
+                            (name, tp.topic, tp.partition, offset),
+                        )
+        finally:
+            conn.close()
 
     def task_configs(self, config: JdbcSinkConfig, max_tasks: int) -> list[dict[str, Any]]:
         base = config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})
