@@ -248,34 +248,56 @@ def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str
 
 
 def _copier(dsn: dict[str, str], copy_sql: str) -> Any:
-    """The function every Spark partition runs: its Arrow batches → CSV → COPY into the staging table."""
+    """The function every Spark partition runs: its Arrow batches → CSV → one COPY into the staging table."""
 
     def copy(batches: Iterator[Any]) -> Iterator[Any]:
-        import io
-
         import psycopg2
         import pyarrow as pa
-        import pyarrow.csv as pacsv
 
-        # all_valid: every non-null value is quoted, so "" is an empty string and an unquoted empty field NULL.
-        options = pacsv.WriteOptions(include_header=False, quoting_style="all_valid")
-        rows = 0
+        stream = _CsvStream(batches)
         conn = psycopg2.connect(**dsn, options="-c client_encoding=UTF8")
         try:
             with conn, conn.cursor() as cur:
-                for batch in batches:
-                    if batch.num_rows == 0:
-                        continue
-                    buf = io.BytesIO()
-                    pacsv.write_csv(batch, buf, write_options=options)
-                    buf.seek(0)
-                    cur.copy_expert(copy_sql, buf)
-                    rows += batch.num_rows
+                cur.copy_expert(copy_sql, stream, size=1 << 20)
         finally:
             conn.close()
-        yield pa.RecordBatch.from_pydict({"n": [rows]})
+        yield pa.RecordBatch.from_pydict({"n": [stream.rows]})
 
     return copy
+
+
+class _CsvStream:
+    """A file-like `read()` over Arrow batches written as CSV by pyarrow, one batch at a time.
+
+    `all_valid` quoting: every non-null value is quoted, so "" is an empty string and an unquoted
+    empty field is NULL (PostgreSQL's CSV rules)."""
+
+    def __init__(self, batches: Iterator[Any]) -> None:
+        import pyarrow.csv as pacsv
+
+        self._batches = batches
+        self._options = pacsv.WriteOptions(include_header=False, quoting_style="all_valid")
+        self._buffer = b""
+        self.rows = 0
+
+    def read(self, size: int = -1) -> bytes:
+        import io
+
+        import pyarrow.csv as pacsv
+
+        while size < 0 or len(self._buffer) < size:
+            batch = next(self._batches, None)
+            if batch is None:
+                break
+            if batch.num_rows:
+                out = io.BytesIO()
+                pacsv.write_csv(batch, out, write_options=self._options)
+                self._buffer += out.getvalue()
+                self.rows += batch.num_rows
+        if size < 0:
+            size = len(self._buffer)
+        chunk, self._buffer = self._buffer[:size], self._buffer[size:]
+        return chunk
 
 
 class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):

@@ -1,0 +1,95 @@
+"""This product in the JDBC benchmark: JdbcSourceConnector → topic → JdbcSinkConnector.
+
+Registering the two connectors is set-up (not timed, like creating the other tools' target
+table). A sync is two `connect run` processes — the source task, then the sink task — each a
+real spark-submit on `local[*]`; their wall time, CLI and JVM start-up included, is the result.
+The metadata store is a database `bench_connect_meta` on the bench's PostgreSQL; topics live
+in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _jdbc_data as data
+
+META_DB = "bench_connect_meta"
+HOME = Path(tempfile.gettempdir()) / "connect-jdbc-bench"
+
+
+def _env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "CONNECT_DATABASE_URL": data.pg_url(META_DB),
+        "CONNECT_HOME": str(HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+
+
+def _cli(*args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "connect_core.cli", *args], env=_env(), capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"connect {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def _jdbc_url(kind: str) -> str:
+    server = data.PG_SERVER if kind == "pg" else data.MARIADB_SERVER
+    scheme = "postgresql" if kind == "pg" else "mariadb"
+    return f"jdbc:{scheme}://{server.host}:{server.port}/{data.SOURCE_DB}"
+
+
+def setup(kind: str, target_table: str) -> None:
+    """A fresh metadata store and topic directory; the source and sink connectors of `kind`."""
+    with data.pg("postgres") as conn, conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {META_DB} WITH (FORCE)")
+        cur.execute(f"CREATE DATABASE {META_DB}")
+    with data.pg(data.TARGET_DB) as conn, conn.cursor() as cur:  # the sink's offsets kept in the target
+        cur.execute("DROP TABLE IF EXISTS connect_sink_offsets")
+    shutil.rmtree(HOME, ignore_errors=True)
+    HOME.mkdir(parents=True)
+    server = data.PG_SERVER if kind == "pg" else data.MARIADB_SERVER
+    source = {
+        "connector.class": "JdbcSourceConnector",
+        "connection.url": _jdbc_url(kind),
+        "connection.user": server.user,
+        "connection.password": server.password,
+        "mode": "timestamp+incrementing",
+        "incrementing.column.name": "id",
+        "timestamp.column.name": "updated_at",
+        "table.whitelist": data.TABLE,
+        "topic.prefix": f"{kind}_",
+        "snapshot.partitions": 4,
+    }
+    sink = {
+        "connector.class": "JdbcSinkConnector",
+        "connection.url": f"jdbc:postgresql://{data.PG_SERVER.host}:{data.PG_SERVER.port}/{data.TARGET_DB}",
+        "connection.user": data.PG_SERVER.user,
+        "connection.password": data.PG_SERVER.password,
+        "topics": f"{kind}_{data.TABLE}",
+        "table.name.format": target_table,
+        "insert.mode": "upsert",
+        "pk.mode": "record_value",
+        "pk.fields": "id",
+    }
+    for name, config in (("src", source), ("sink", sink)):
+        path = HOME / f"{name}.json"
+        path.write_text(json.dumps(config))
+        _cli("create", name, "--config", str(path))
+
+
+def sync() -> float:
+    """One source run and one sink run, each a spark-submit; wall seconds of both."""
+    started = time.perf_counter()
+    _cli("run", "src")
+    _cli("run", "sink")
+    return time.perf_counter() - started
