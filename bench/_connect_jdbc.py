@@ -20,22 +20,27 @@ from pathlib import Path
 
 import _jdbc_data as data
 
-META_DB = "bench_connect_meta"
-HOME = Path(tempfile.gettempdir()) / "connect-jdbc-bench"
+
+def _meta_db(kind: str) -> str:
+    return f"bench_connect_meta_{kind}"
 
 
-def _env() -> dict[str, str]:
+def _home(kind: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"connect-jdbc-bench-{kind}"
+
+
+def _env(kind: str) -> dict[str, str]:
     return {
         **os.environ,
-        "CONNECT_DATABASE_URL": data.pg_url(META_DB),
-        "CONNECT_HOME": str(HOME),
+        "CONNECT_DATABASE_URL": data.pg_url(_meta_db(kind)),
+        "CONNECT_HOME": str(_home(kind)),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
 
 
-def _cli(*args: str) -> str:
+def _cli(kind: str, *args: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "connect_core.cli", *args], env=_env(), capture_output=True, text=True, check=False
+        [sys.executable, "-m", "connect_core.cli", *args], env=_env(kind), capture_output=True, text=True, check=False
     )
     if proc.returncode != 0:
         raise RuntimeError(f"connect {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -51,12 +56,17 @@ def _jdbc_url(kind: str) -> str:
 def setup(kind: str, target_table: str) -> None:
     """A fresh metadata store and topic directory; the source and sink connectors of `kind`."""
     with data.pg("postgres") as conn, conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {META_DB} WITH (FORCE)")
-        cur.execute(f"CREATE DATABASE {META_DB}")
+        cur.execute(f"DROP DATABASE IF EXISTS {_meta_db(kind)} WITH (FORCE)")
+        cur.execute(f"CREATE DATABASE {_meta_db(kind)}")
     with data.pg(data.TARGET_DB) as conn, conn.cursor() as cur:  # the sink's offsets kept in the target
-        cur.execute("DROP TABLE IF EXISTS connect_sink_offsets")
-    shutil.rmtree(HOME, ignore_errors=True)
-    HOME.mkdir(parents=True)
+        cur.execute(
+            "CREATE TABLE IF NOT EXISTS connect_sink_offsets (connector text, topic text, partition int, "
+            "next_offset bigint NOT NULL, PRIMARY KEY (connector, topic, partition))"
+        )
+        cur.execute("DELETE FROM connect_sink_offsets WHERE connector = %s", (f"sink_{kind}",))
+    home = _home(kind)
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
     server = data.PG_SERVER if kind == "pg" else data.MARIADB_SERVER
     source = {
         "connector.class": "JdbcSourceConnector",
@@ -81,15 +91,15 @@ def setup(kind: str, target_table: str) -> None:
         "pk.mode": "record_value",
         "pk.fields": "id",
     }
-    for name, config in (("src", source), ("sink", sink)):
-        path = HOME / f"{name}.json"
+    for name, config in ((f"src_{kind}", source), (f"sink_{kind}", sink)):
+        path = home / f"{name}.json"
         path.write_text(json.dumps(config))
-        _cli("create", name, "--config", str(path))
+        _cli(kind, "create", name, "--config", str(path))
 
 
-def sync() -> float:
+def sync(kind: str) -> float:
     """One source run and one sink run, each a spark-submit; wall seconds of both."""
     started = time.perf_counter()
-    _cli("run", "src")
-    _cli("run", "sink")
+    _cli(kind, "run", f"src_{kind}")
+    _cli(kind, "run", f"sink_{kind}")
     return time.perf_counter() - started
