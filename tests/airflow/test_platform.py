@@ -170,7 +170,7 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
     _cli(env, "resume", "fileSourceConnector")
     assert api.get("/dags/connect__fileSourceConnector")["is_paused"] is False
     _cli(env, "delete", "fileSinkConnector")
-    _wait("the deleted connector's DAG to go", lambda: "connect__fileSinkConnector" not in api.dag_ids(), 90)
+    _wait("the deleted connector's DAG to go", lambda: "connect__fileSinkConnector" not in api.dag_ids(), 180)
 
 
 def _check_ui(base: str, password: str) -> None:
