@@ -478,7 +478,7 @@ def results_section(rows: list[Result], command: str | None = None) -> list[str]
     command = command or reproduce_command(count)
     loads = [load for r in rows for load in r.load]
     lines = [
-        f"## JDBC full sync: {count:,} rows (mixed types), PostgreSQL / MariaDB → PostgreSQL, end to end",
+        f"## JDBC full sync of {count:,} rows: mixed types, PostgreSQL / MariaDB → PostgreSQL, end to end",
         "",
         f"Reproduce: `{command}`. Each tool runs as its own process(es), timed from the parent",
         "including interpreter/JVM start-up, into a fresh table of the database `bench_target` on the same",
