@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
-from decimal import Decimal
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -47,12 +45,6 @@ class Dialect:
         return netloc or rest.split("/", 1)[0]
 
     @property
-    def database(self) -> str | None:
-        rest = self.url.split("://", 1)[1] if "://" in self.url else ""
-        path = urlsplit("//" + rest).path.strip("/")
-        return path.split("/")[0] or None
-
-    @property
     def spark_url(self) -> str:
         """The URL handed to Spark: it picks its SQL dialect (quoting, type mapping) by the URL's
         prefix and knows MySQL's, not MariaDB's; MariaDB's driver takes `jdbc:mysql:` URLs too."""
@@ -65,17 +57,6 @@ class Dialect:
             parts = parse_identifier(parts, "name")
         q = self.quote_char
         return ".".join(f"{q}{p}{q}" for p in parts)
-
-    def literal(self, value: object) -> str:
-        """A SQL literal of a position value we stored ourselves (ints, decimals, timestamps only)."""
-        if isinstance(value, bool) or value is None:
-            raise ConfigError(f"cannot use `{value!r}` as a position")
-        if isinstance(value, int | Decimal):
-            return str(value)
-        if isinstance(value, datetime | date):
-            text = value.isoformat(sep=" ") if isinstance(value, datetime) else value.isoformat()
-            return f"TIMESTAMP '{text}'" if isinstance(value, datetime) else f"DATE '{text}'"
-        raise ConfigError(f"cannot use `{value!r}` ({type(value).__name__}) as a position")
 
     def jars(self, configured: str | None) -> list[str]:
         if configured:
