@@ -88,15 +88,17 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
-def make_runner(runtime: Runtime, spark) -> TaskRunner:  # type: ignore[no-untyped-def]
-    """A runner on the runtime's stores and plugins, using the shared SparkSession."""
+def make_runner(runtime: Runtime, spark, *, pool: str | None = None, spark_factory=None) -> TaskRunner:  # type: ignore[no-untyped-def]
+    """A runner on the runtime's stores and plugins, using the shared SparkSession (or `spark_factory`),
+    running as if on Spark pool `pool`."""
     return TaskRunner(
         connectors=runtime.connectors,
         runs=runtime.runs,
         topics=runtime.topics,
         registry=runtime.registry,
-        spark=lambda: spark,
+        spark=spark_factory or (lambda: spark),
         lease_seconds=runtime.settings.lease_seconds,
+        pool=pool,
     )
 
 

@@ -105,6 +105,7 @@ def test_a_run_moved_mid_run_is_fenced_and_leaves_nothing(
     """The must-show fenced commit: superseded mid-run → FENCED, no segment, no files, position untouched."""
     from connect_core.runtime.models import TopicSegmentRow
     from connect_core.runtime.runner import TaskRunner
+    from tests.conftest import make_runner
 
     pools.add("a", "spark://127.0.0.1:7077")
     pools.add("b", "spark://127.0.0.1:7078")
@@ -114,15 +115,7 @@ def test_a_run_moved_mid_run_is_fenced_and_leaves_nothing(
     other = ({"a", "b"} - {owner}).pop()
 
     def runner(pool: str, spark_factory) -> TaskRunner:  # type: ignore[no-untyped-def]
-        return TaskRunner(
-            connectors=runtime.connectors,
-            runs=runtime.runs,
-            topics=runtime.topics,
-            registry=runtime.registry,
-            spark=spark_factory,
-            lease_seconds=30,
-            pool=pool,
-        )
+        return make_runner(runtime, spark, pool=pool, spark_factory=spark_factory)
 
     def owner_dies_once_the_run_started():  # type: ignore[no-untyped-def]
         _expire(runtime, owner)
