@@ -448,3 +448,43 @@ def test_a_sink_offset_reset_writes_the_topic_again(
     runtime.connectors.set_target_state("sink", "RUNNING")
     assert _sync(runner, "sink")[0].rows == 20
     assert len(_same(postgres, target, "orders")) == 20
+
+
+def test_an_empty_target_is_copied_into_directly_and_a_failed_copy_is_merged_instead(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Upserting into an empty table skips the staging table: each partition COPYs into the table.
+    When that cannot work (here: the batch holds every key twice, from two bulk runs) the partitions
+    that did commit are overwritten by merging the whole batch: newest row per key, no duplicates."""
+    postgres.execute(
+        "CREATE TABLE orders (id int PRIMARY KEY, name text, amount numeric(12,2), updated_at timestamp)",
+        "CREATE TABLE items (id int PRIMARY KEY, name text, amount numeric(12,2), updated_at timestamp)",
+        "INSERT INTO orders SELECT g, 'n' || g, g, NULL FROM generate_series(1, 300) g",
+        "INSERT INTO items SELECT g, 'i' || g, g, NULL FROM generate_series(1, 300) g",
+    )
+    runtime.create_connector(
+        "src", postgres.source_config(**{"mode": "bulk", "table.whitelist": "orders,items", "topic.prefix": ""})
+    )
+    _sink(runtime, target, "orders")
+    runtime.create_connector(
+        "sink2",
+        {**runtime.connectors.get("sink").config, "topics": "items", "name": "sink2"},
+    )
+    caplog.set_level("INFO", logger="connect")
+    _sync(runner, "src", "sink")
+    assert "COPYed into the empty table" in caplog.text
+    assert len(_same(postgres, target, "orders")) == 300
+
+    _sync(runner, "src")  # bulk: every item again...
+    postgres.execute("UPDATE items SET name = 'newer ' || id WHERE id % 3 = 0")
+    _sync(runner, "src")  # ...and again, a third of them changed
+    caplog.clear()
+    assert _sync(runner, "sink2")[0].rows == 900
+    assert "merging the batch instead" in caplog.text
+    rows = _same(postgres, target, "items")
+    assert len(rows) == 300 and rows[2][1] == "newer 3"
+    assert _sync(runner, "sink2")[0].rows == 0  # the offsets went in with the merge

@@ -1,4 +1,9 @@
-"""Reading through Spark's JDBC data source: small metadata queries, column types, clear errors."""
+"""Reading a database: small metadata queries, column types, clear errors, and the rows.
+
+Rows go through Spark's JDBC data source, or, from PostgreSQL, through `COPY … TO STDOUT`
+in every Spark partition (`_pgcopy`); PostgreSQL's small queries go through psycopg2 in
+the driver instead of Spark jobs.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from connect_core.sdk.errors import ConfigError, ConnectError, FatalError, Retri
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 __all__ = ["Column", "Jdbc", "jdbc_errors"]
 
@@ -97,11 +103,16 @@ class Column:
 
 
 class Jdbc:
-    """One database as seen through Spark's JDBC source."""
+    """One database as seen through Spark's JDBC source (and psycopg2 for PostgreSQL)."""
 
     def __init__(self, spark: SparkSession, config: JdbcConnectionConfig) -> None:
         self.spark = spark
         self.dialect = dialect_for(config.connection_url)
+        self.pg_dsn = (
+            self.dialect.libpq_dsn(config.connection_user, config.connection_password)
+            if self.dialect.name == "postgresql"
+            else None
+        )
         self.props = {"fetchsize": str(config.fetch_size)}
         if self.dialect.driver:
             self.props["driver"] = self.dialect.driver
@@ -118,10 +129,56 @@ class Jdbc:
             return reader.jdbc(self.dialect.spark_url, table, predicates=predicates, properties=self.props)
         return reader.jdbc(self.dialect.spark_url, table, properties=self.props)
 
+    def copy_read(self, sql: str, predicates: list[str] | None) -> DataFrame | None:
+        """PostgreSQL: the rows of a SELECT by one `COPY … TO STDOUT` per predicate, each in its own
+        Spark partition; None when a column has a type only the JDBC path reads."""
+        from connect_core.connectors.jdbc import _pgcopy
+
+        assert self.pg_dsn is not None
+        schema = self.schema(sql)
+        if schema is None:
+            return None
+        statements = [
+            f"COPY (SELECT * FROM ({sql}) connect_q WHERE {p}) TO STDOUT WITH (FORMAT csv)"
+            for p in predicates or ["TRUE"]
+        ]
+        inputs = self.spark.createDataFrame(
+            self.spark.sparkContext.parallelize([(s,) for s in statements], len(statements)), "statement string"
+        )
+        reader = _pgcopy.copy_reader(self.pg_dsn, self.dialect.host, _pgcopy.arrow_schema(schema))
+        return inputs.mapInArrow(reader, schema)
+
+    def schema(self, sql: str) -> StructType | None:
+        """The Spark schema of a SELECT's result (PostgreSQL: from psycopg2, no Spark job; None when a
+        column has a type the COPY path does not read)."""
+        if self.pg_dsn is None:
+            return self.read(f"SELECT * FROM ({sql}) connect_q WHERE 1=0").schema
+        from connect_core.connectors.jdbc import _pgcopy
+
+        conn = _pgcopy.connect(self.pg_dsn, self.dialect.host)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM ({sql}) connect_q LIMIT 0")
+                return _pgcopy.spark_schema(cur.description)
+        finally:
+            conn.close()
+
     def rows(self, sql: str, what: str) -> list[Any]:
-        """A small result, collected in the driver (metadata, bounds)."""
+        """A small result, collected in the driver (metadata, bounds); PostgreSQL's through psycopg2."""
         with jdbc_errors(self.dialect, what):
-            return self.read(sql).collect()
+            if self.pg_dsn is None:
+                return self.read(sql).collect()
+            import psycopg2.extras
+
+            from connect_core.connectors.jdbc import _pgcopy
+
+            conn = _pgcopy.connect(self.pg_dsn, self.dialect.host)
+            try:
+                with conn.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cur:
+                    cur.execute(sql)
+                    return list(cur.fetchall())
+            finally:
+                conn.close()
 
     def columns(self, table: tuple[str, ...]) -> list[Column]:
         """The table's columns in order, from information_schema; a missing table is a ConfigError."""

@@ -17,11 +17,12 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_core.connectors.jdbc import _pgcopy
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import postgres_type
 from connect_core.sdk import SinkBatch, SinkConnector, SinkTask
-from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
+from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
 
 if TYPE_CHECKING:
@@ -57,15 +58,7 @@ class JdbcSinkTask(SinkTask):
         return None
 
     def _connect(self) -> Any:
-        import psycopg2
-
-        try:
-            return psycopg2.connect(**self.dsn, options="-c client_encoding=UTF8")
-        except psycopg2.OperationalError as exc:
-            text = str(exc).lower()
-            if "password" in text or "authentication" in text:
-                raise FatalError(f"{self.host} refused the login: wrong user or password") from None
-            raise RetriableError(f"cannot reach PostgreSQL at {self.host}: {str(exc).strip()[:300]}") from None
+        return _pgcopy.connect(self.dsn, self.host)
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
         from pyspark.sql import functions as F
@@ -85,7 +78,6 @@ class JdbcSinkTask(SinkTask):
         return {"rows_written": written}
 
     def _write_topic(self, topic: str, df: DataFrame) -> int:
-        from psycopg2 import sql
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType
 
@@ -110,6 +102,57 @@ class JdbcSinkTask(SinkTask):
             for c in columns
         ]
         staged = df.select(*out, F.col("__partition").alias(_P), F.col("__offset").alias(_O))
+        if cfg.insert_mode == "upsert" and self._is_empty(table):
+            direct = self._copy_direct(topic, table, staged, columns)
+            if direct is not None:
+                return direct
+        return self._copy_and_merge(topic, table, staged, columns, keys)
+
+    def _is_empty(self, table: Any) -> bool:
+        from psycopg2 import sql
+
+        with self._connect() as conn, conn.cursor() as cur:
+            cur.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {})").format(table))
+            return bool(cur.fetchone()[0])
+
+    def _copy_direct(self, topic: str, table: Any, staged: DataFrame, columns: list[str]) -> int | None:
+        """An upsert into an empty table: every Spark partition COPYs straight into it, in its own
+        transaction; then one transaction records the offsets. Nothing to merge with, so no staging.
+
+        If a partition fails (a key twice in the batch, a row written meanwhile) or the run dies,
+        the partitions that committed hold rows of this batch only, and the whole batch goes through
+        the merge path next (this run, or the rerun, which finds the table no longer empty): an
+        upsert of the whole batch overwrites them with each key's newest row, so nothing is lost
+        or duplicated. Returns None when the merge path must run."""
+        copy_sql = self._copy_sql(table, columns)
+        started = time.monotonic()
+        try:
+            reached = staged.mapInArrow(_copier(self.dsn, copy_sql, len(columns)), _COPIED).collect()
+        except Exception as exc:
+            self.log.warning("%s: COPY into the empty table failed (%s); merging the batch instead", topic, exc)
+            return None
+        copied = sum(r["n"] for r in reached)
+        with self._connect() as conn, conn.cursor() as cur:
+            self._record_offsets(cur, topic, reached)
+        self.log.info("%s: %d row(s) COPYed into the empty table in %.1f s", topic, copied, time.monotonic() - started)
+        return copied
+
+    def _copy_sql(self, table: Any, columns: list[str]) -> str:
+        from psycopg2 import sql
+
+        with self._connect() as conn:
+            target = table if isinstance(table, sql.Composable) else sql.Identifier(table)
+            return (
+                sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)")
+                .format(target, sql.SQL(", ").join(map(sql.Identifier, columns)))
+                .as_string(conn)
+            )
+
+    def _copy_and_merge(self, topic: str, table: Any, staged: DataFrame, columns: list[str], keys: list[str]) -> int:
+        """COPY into an unlogged staging table from every partition, then one transaction merges it
+        into the target and records the offsets."""
+        from psycopg2 import sql
+
         ident = sql.Identifier
         with self._connect() as conn, conn.cursor() as cur:
             cur.execute(
@@ -122,36 +165,37 @@ class JdbcSinkTask(SinkTask):
                     ident(self.stage), ident(_P), ident(_O)
                 )
             )
-            copy = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)").format(
-                ident(self.stage), sql.SQL(", ").join(map(ident, [*columns, _P, _O]))
-            )
-            copy_sql = copy.as_string(conn)
+        copy_sql = self._copy_sql(self.stage, [*columns, _P, _O])
         started = time.monotonic()
-        counts = staged.mapInArrow(_copier(self.dsn, copy_sql), "n long").collect()
-        copied = sum(r["n"] for r in counts)
+        reached = staged.mapInArrow(_copier(self.dsn, copy_sql, len(columns) + 2), _COPIED).collect()
+        copied = sum(r["n"] for r in reached)
         copy_s = time.monotonic() - started
         with self._connect() as conn, conn.cursor() as cur:
-            _run_merge(cur, cfg.insert_mode, table, self.stage, columns, keys)
-            cur.execute(
-                sql.SQL(
-                    "INSERT INTO {} SELECT %s, %s, {}, max({}) + 1 FROM {} GROUP BY {} "
-                    "ON CONFLICT (connector, topic, partition) DO UPDATE "
-                    "SET next_offset = GREATEST({}.next_offset, EXCLUDED.next_offset)"
-                ).format(
-                    ident(OFFSETS_TABLE), ident(_P), ident(_O), ident(self.stage), ident(_P), ident(OFFSETS_TABLE)
-                ),
-                (self.context.connector, topic),
-            )
+            _run_merge(cur, self.cfg.insert_mode, table, self.stage, columns, keys)
+            self._record_offsets(cur, topic, reached)
             cur.execute(sql.SQL("DROP TABLE {}").format(ident(self.stage)))
         self.log.info(
             "%s: %d row(s) COPYed in %.1f s from %d partition(s), merged in %.1f s",
             topic,
             copied,
             copy_s,
-            len(counts),
+            len(reached),
             time.monotonic() - started - copy_s,
         )
         return copied
+
+    def _record_offsets(self, cur: Any, topic: str, reached: list[Any]) -> None:
+        """The next offset of every topic partition written, in the target's transaction."""
+        ends: dict[int, int] = {}
+        for row in reached:
+            if row["n"]:
+                ends[row["p"]] = max(ends.get(row["p"], -1), row["o"] + 1)
+        for partition, end in sorted(ends.items()):
+            cur.execute(
+                f"INSERT INTO {OFFSETS_TABLE} VALUES (%s, %s, %s, %s) ON CONFLICT (connector, topic, partition) "
+                f"DO UPDATE SET next_offset = GREATEST({OFFSETS_TABLE}.next_offset, EXCLUDED.next_offset)",
+                (self.context.connector, topic, partition, end),
+            )
 
     def _ensure_table(self, table: Any, df: DataFrame, columns: list[str], keys: list[str]) -> None:
         from psycopg2 import sql
@@ -247,57 +291,76 @@ def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str
     )
 
 
-def _copier(dsn: dict[str, str], copy_sql: str) -> Any:
-    """The function every Spark partition runs: its Arrow batches → CSV → one COPY into the staging table."""
+_COPIED = "p int, o long, n long"
+
+
+def _copier(dsn: dict[str, str], copy_sql: str, width: int) -> Any:
+    """The function every Spark partition runs: the first `width` columns of its Arrow batches → CSV →
+    one COPY; yields, per topic partition it saw, the largest offset and the row count."""
 
     def copy(batches: Iterator[Any]) -> Iterator[Any]:
         import psycopg2
         import pyarrow as pa
 
-        stream = _CsvStream(batches)
+        seen: dict[int, tuple[int, int]] = {}
+
+        def rows() -> Iterator[Any]:
+            for batch in batches:
+                if batch.num_rows:
+                    _note_offsets(batch, seen)
+                    yield batch.select(list(range(width)))
+
+        stream = _CsvStream(rows())
         conn = psycopg2.connect(**dsn, options="-c client_encoding=UTF8")
         try:
             with conn, conn.cursor() as cur:
                 cur.copy_expert(copy_sql, stream, size=1 << 20)
         finally:
             conn.close()
-        yield pa.RecordBatch.from_pydict({"n": [stream.rows]})
+        yield pa.RecordBatch.from_pydict(
+            {"p": [p for p in seen], "o": [o for o, _ in seen.values()], "n": [n for _, n in seen.values()]},
+            schema=pa.schema([("p", pa.int32()), ("o", pa.int64()), ("n", pa.int64())]),
+        )
 
     return copy
 
 
-class _CsvStream:
-    """A file-like `read()` over Arrow batches written as CSV by pyarrow, one batch at a time.
+def _note_offsets(batch: Any, seen: dict[int, tuple[int, int]]) -> None:
+    import pyarrow as pa
 
-    `all_valid` quoting: every non-null value is quoted, so "" is an empty string and an unquoted
-    empty field is NULL (PostgreSQL's CSV rules)."""
+    grouped = pa.Table.from_batches([batch]).group_by(_P).aggregate([(_O, "max"), (_O, "count")])
+    for p, o, n in zip(
+        grouped[_P].to_pylist(), grouped[f"{_O}_max"].to_pylist(), grouped[f"{_O}_count"].to_pylist(), strict=True
+    ):
+        old_o, old_n = seen.get(p, (-1, 0))
+        seen[p] = (max(old_o, o), old_n + n)
+
+
+class _CsvStream:
+    """A file-like `read()` over Arrow batches written as CSV by pyarrow, one batch per call.
+
+    psycopg2 sends whatever a `read` returns as one COPY message, so a whole batch goes at
+    once (no re-slicing of a buffer). `all_valid` quoting: every non-null value is quoted,
+    so "" is an empty string and an unquoted empty field is NULL (PostgreSQL's CSV rules)."""
 
     def __init__(self, batches: Iterator[Any]) -> None:
         import pyarrow.csv as pacsv
 
         self._batches = batches
         self._options = pacsv.WriteOptions(include_header=False, quoting_style="all_valid")
-        self._buffer = b""
         self.rows = 0
 
     def read(self, size: int = -1) -> bytes:
-        import io
-
+        import pyarrow as pa
         import pyarrow.csv as pacsv
 
-        while size < 0 or len(self._buffer) < size:
-            batch = next(self._batches, None)
-            if batch is None:
-                break
+        for batch in self._batches:
             if batch.num_rows:
-                out = io.BytesIO()
+                out = pa.BufferOutputStream()
                 pacsv.write_csv(batch, out, write_options=self._options)
-                self._buffer += out.getvalue()
                 self.rows += batch.num_rows
-        if size < 0:
-            size = len(self._buffer)
-        chunk, self._buffer = self._buffer[:size], self._buffer[size:]
-        return chunk
+                return out.getvalue().to_pybytes()
+        return b""
 
 
 class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):

@@ -107,7 +107,10 @@ class _Window:
         base = " AND ".join(where) or "1=1"
         sql = f"SELECT {select} FROM {self.source.relation} WHERE {base}"
         with jdbc_errors(self.jdbc.dialect, f"reading {self.source.topic}"):
-            df = self.jdbc.read(sql, self._slices(base))
+            slices = self._slices(base)
+            df = self.jdbc.copy_read(sql, slices) if self.jdbc.pg_dsn else None
+            if df is None:
+                df = self.jdbc.read(sql, slices)
             df = df.select(*[df[c.name].alias(c.name, metadata=c.metadata()) for c in columns])
         return df, offset
 
@@ -116,7 +119,9 @@ class _Window:
             columns = self.jdbc.columns(self.source.table)
         else:
             with jdbc_errors(self.jdbc.dialect, "reading the query's columns"):
-                schema = self.jdbc.read(f"SELECT * FROM {self.source.relation} WHERE 1=0").schema
+                schema = self.jdbc.schema(f"SELECT * FROM {self.source.relation}")
+                if schema is None:  # a type only Spark's JDBC reader knows
+                    schema = self.jdbc.read(f"SELECT * FROM {self.source.relation} WHERE 1=0").schema
             columns = [Column(f.name, f.dataType.simpleString()) for f in schema.fields]
         names = {c.name for c in columns}
         for key, column in (
