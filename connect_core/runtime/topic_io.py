@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 
 from connect_core.runtime.topics import Segment
 from connect_core.sdk.errors import FatalError
-from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN
+from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords
 
 __all__ = ["RESERVED_COLUMNS", "delete_path", "read_segments", "read_topics", "write_segment"]
 
@@ -28,11 +28,23 @@ SEQ_COLUMN = "__seq"
 RESERVED_COLUMNS = frozenset({RUN_COLUMN, SEQ_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN})
 
 
-def write_segment(spark: SparkSession, df: DataFrame, path: str, run_id: int) -> int:
-    """Write `df` as a Parquet segment at `path`; returns its row count (0: nothing written)."""
-    clash = RESERVED_COLUMNS.intersection(df.columns)
+def write_segment(spark: SparkSession, records: DataFrame | ArrowRecords, path: str, run_id: int) -> int:
+    """Write `records` as a Parquet segment at `path`; returns its row count (0: nothing written).
+
+    ArrowRecords on a local path are written by the Python workers with pyarrow (the same
+    files Spark would write, its schema with field metadata kept in the footer); anything
+    else by Spark."""
+    columns = records.schema.fieldNames() if isinstance(records, ArrowRecords) else records.columns
+    clash = RESERVED_COLUMNS.intersection(columns)
     if clash:
         raise FatalError(f"source rows must not have the runtime's columns {sorted(clash)}; rename them")
+    local = _local_dir(path)
+    if isinstance(records, ArrowRecords):
+        if local is not None:
+            records.inputs.mapInArrow(_arrow_writer(records, local, run_id), "rows long").collect()
+            return _row_count(spark, path)
+        records = records.to_dataframe()
+    df = records
     (
         df.withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
         .withColumn(RUN_COLUMN, F.lit(run_id).cast("long"))
@@ -42,14 +54,74 @@ def write_segment(spark: SparkSession, df: DataFrame, path: str, run_id: int) ->
     return _row_count(spark, path)
 
 
+def _local_dir(path: str) -> str | None:
+    """The local directory of a segment path, None on other file systems."""
+    local = path[len("file://") :] if path.startswith("file://") else path
+    return None if "://" in local else local
+
+
+def _arrow_writer(records: ArrowRecords, directory: str, run_id: int) -> Any:
+    """The function each Spark partition runs: `records.produce` → one Parquet file with `__seq`
+    (as `monotonically_increasing_id` numbers it) and `__run`, written under a hidden name and
+    renamed into place, so a retried task replaces its file instead of adding a second one."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    produce = records.produce
+    spark_schema = StructType(
+        [*records.schema.fields, StructField(SEQ_COLUMN, LongType()), StructField(RUN_COLUMN, LongType())]
+    )
+    footer = {b"org.apache.spark.sql.parquet.row.metadata": spark_schema.json().encode()}
+
+    def write(inputs: Any) -> Any:
+        import os
+        import uuid
+
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        pid = context.partitionId() if context else 0
+        os.makedirs(directory, exist_ok=True)
+        final = os.path.join(directory, f"part-{pid:05d}.snappy.parquet")
+        temp = os.path.join(directory, f".part-{pid:05d}-{uuid.uuid4().hex}.tmp")
+        writer = None
+        rows = 0
+        try:
+            for batch in produce(inputs):
+                if not batch.num_rows:
+                    continue
+                seq = pa.array(np.arange(rows, rows + batch.num_rows, dtype=np.int64) + (pid << _PID_SHIFT))
+                run = pa.array(np.full(batch.num_rows, run_id, dtype=np.int64))
+                out = pa.RecordBatch.from_arrays(
+                    [*batch.columns, seq, run], names=[*batch.schema.names, SEQ_COLUMN, RUN_COLUMN]
+                )
+                if writer is None:
+                    writer = pq.ParquetWriter(temp, out.schema.with_metadata(footer), compression="snappy")
+                writer.write_batch(out)
+                rows += batch.num_rows
+        except BaseException:
+            if writer is not None:
+                writer.close()
+                os.unlink(temp)
+            raise
+        if writer is not None:
+            writer.close()
+            os.replace(temp, final)
+        yield pa.RecordBatch.from_pydict({"rows": [rows]})
+
+    return write
+
+
 def _row_count(spark: SparkSession, path: str) -> int:
     """Rows in the Parquet files at `path`, from their footers (no data is read).
 
     Local paths are counted with pyarrow in the driver (milliseconds); other
     file systems through a Spark job, which plans the same footer-only count.
     """
-    local = path[len("file://") :] if path.startswith("file://") else path
-    if "://" not in local:
+    local = _local_dir(path)
+    if local is not None:
         return sum(pq.read_metadata(f).num_rows for f in Path(local).glob("*.parquet"))
     return spark.read.parquet(path).count()
 

@@ -19,6 +19,7 @@ from connect_core.sdk.errors import (
     RetriableError,
 )
 from connect_core.sdk.records import (
+    ArrowRecords,
     CommittedOffset,
     Positions,
     SinkBatch,
@@ -29,6 +30,7 @@ from connect_core.sdk.records import (
 )
 
 __all__ = [
+    "ArrowRecords",
     "CommittedOffset",
     "ConfigError",
     "ConnectError",

@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the SDK must import without Spark (e.g. in the Airflow scheduler)
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 __all__ = [
     "CommittedOffset",
@@ -68,16 +71,36 @@ class Positions(Mapping[str, SourcePosition]):
 
 
 @dataclass(frozen=True)
+class ArrowRecords:
+    """Rows a source produces as Arrow batches in Spark's Python workers.
+
+    Each partition of `inputs` is one unit of work (say, a slice of a table);
+    `produce` turns that partition's input batches into record batches of
+    `schema` (a `mapInArrow` function). The runtime writes them to the topic
+    from the workers themselves (pyarrow Parquet), sparing the JVM the
+    Arrow → row → Parquet round trip; `to_dataframe()` is the same rows as a
+    DataFrame, used where pyarrow cannot write the topic's file system.
+    """
+
+    inputs: DataFrame
+    produce: Callable[[Iterator[Any]], Iterator[Any]]
+    schema: StructType
+
+    def to_dataframe(self) -> DataFrame:
+        return self.inputs.mapInArrow(self.produce, self.schema)
+
+
+@dataclass(frozen=True)
 class SourceBatch:
     """One micro-batch read by a source task.
 
-    `records` maps each topic to the rows for it (a DataFrame per topic; a
-    source writing one topic has one entry). `positions` are the offsets to
-    commit with these rows: the runtime stores them in the same transaction as
-    the rows, so they advance only if the rows land.
+    `records` maps each topic to the rows for it (a DataFrame, or ArrowRecords,
+    per topic; a source writing one topic has one entry). `positions` are the
+    offsets to commit with these rows: the runtime stores them in the same
+    transaction as the rows, so they advance only if the rows land.
     """
 
-    records: Mapping[str, DataFrame] = field(default_factory=dict)
+    records: Mapping[str, DataFrame | ArrowRecords] = field(default_factory=dict)
     positions: tuple[SourcePosition, ...] = ()
 
     @classmethod

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.jdbc.config import JdbcConnectionConfig
 from connect_core.connectors.jdbc.dialect import Dialect, dialect_for
+from connect_core.sdk import ArrowRecords
 from connect_core.sdk.errors import ConfigError, ConnectError, FatalError, RetriableError
 
 if TYPE_CHECKING:
@@ -129,15 +130,21 @@ class Jdbc:
             return reader.jdbc(self.dialect.spark_url, table, predicates=predicates, properties=self.props)
         return reader.jdbc(self.dialect.spark_url, table, properties=self.props)
 
-    def copy_read(self, sql: str, predicates: list[str] | None) -> DataFrame | None:
+    def copy_read(
+        self, sql: str, predicates: list[str] | None, metadata: dict[str, dict[str, Any]]
+    ) -> ArrowRecords | None:
         """PostgreSQL: the rows of a SELECT by one `COPY … TO STDOUT` per predicate, each in its own
-        Spark partition; None when a column has a type only the JDBC path reads."""
+        Spark partition, as Arrow (fields carry `metadata` by name); None when a column has a type
+        only the JDBC path reads."""
+        from pyspark.sql.types import StructField, StructType
+
         from connect_core.connectors.jdbc import _pgcopy
 
         assert self.pg_dsn is not None
         schema = self.schema(sql)
         if schema is None:
             return None
+        schema = StructType([StructField(f.name, f.dataType, True, metadata.get(f.name) or {}) for f in schema.fields])
         statements = [
             f"COPY (SELECT * FROM ({sql}) connect_q WHERE {p}) TO STDOUT WITH (FORMAT csv)"
             for p in predicates or ["TRUE"]
@@ -146,7 +153,7 @@ class Jdbc:
             self.spark.sparkContext.parallelize([(s,) for s in statements], len(statements)), "statement string"
         )
         reader = _pgcopy.copy_reader(self.pg_dsn, self.dialect.host, _pgcopy.arrow_schema(schema))
-        return inputs.mapInArrow(reader, schema)
+        return ArrowRecords(inputs, reader, schema)
 
     def schema(self, sql: str) -> StructType | None:
         """The Spark schema of a SELECT's result (PostgreSQL: from psycopg2, no Spark job; None when a

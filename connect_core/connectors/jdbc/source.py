@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
 from connect_core.connectors.jdbc.config import JdbcSourceConfig
 from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
-from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
+from connect_core.sdk import ArrowRecords, Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
 from connect_core.sdk.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class JdbcSourceTask(SourceTask):
     def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
         cfg = JdbcSourceConfig.model_validate(self.config)
         jdbc = Jdbc(spark, cfg)
-        records: dict[str, DataFrame] = {}
+        records: dict[str, DataFrame | ArrowRecords] = {}
         reached: list[SourcePosition] = []
         for source in _sources(cfg, jdbc):
             window = _Window(cfg, jdbc, source)
@@ -87,7 +87,7 @@ class _Window:
         self.inc = self.q(cfg.incrementing_column_name) if cfg.incrementing_column_name else None
         self.ts = self.q(cfg.timestamp_column_name) if cfg.timestamp_column_name else None
 
-    def read(self, last: Any) -> tuple[DataFrame | None, dict[str, Any] | None]:
+    def read(self, last: Any) -> tuple[DataFrame | ArrowRecords | None, dict[str, Any] | None]:
         columns = self._columns()
         select = ", ".join(
             f"{self.jdbc.text_cast(self.q(c.name))} AS {self.q(c.name)}" if c.as_text else self.q(c.name)
@@ -108,9 +108,11 @@ class _Window:
         sql = f"SELECT {select} FROM {self.source.relation} WHERE {base}"
         with jdbc_errors(self.jdbc.dialect, f"reading {self.source.topic}"):
             slices = self._slices(base)
-            df = self.jdbc.copy_read(sql, slices) if self.jdbc.pg_dsn else None
-            if df is None:
-                df = self.jdbc.read(sql, slices)
+            if self.jdbc.pg_dsn:
+                copied = self.jdbc.copy_read(sql, slices, {c.name: c.metadata() for c in columns})
+                if copied is not None:
+                    return copied, offset
+            df = self.jdbc.read(sql, slices)
             df = df.select(*[df[c.name].alias(c.name, metadata=c.metadata()) for c in columns])
         return df, offset
 
