@@ -13,6 +13,7 @@ whatever `insert.mode` is.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -94,19 +95,42 @@ class JdbcSinkTask(SinkTask):
         if missing:
             raise ConfigError(f"topic `{topic}` has no column(s) {missing} for `pk.fields`", {"pk.fields": missing})
         self._ensure_table(table, df, columns, keys)
-        # BYTEA goes as \x-hex text; everything else as pyarrow writes it (exact for every other type).
-        out = [
-            F.concat(F.lit("\\x"), F.lower(F.hex(F.col(c)))).alias(c)
-            if isinstance(df.schema[c].dataType, BinaryType)
-            else F.col(c)
-            for c in columns
-        ]
+        plan = self._binary_plan(table, df, columns)
+        if plan is None:
+            # CSV: BYTEA goes as \x-hex text; everything else as pyarrow writes it (exact for every other type).
+            out = [
+                F.concat(F.lit("\\x"), F.lower(F.hex(F.col(c)))).alias(c)
+                if isinstance(df.schema[c].dataType, BinaryType)
+                else F.col(c)
+                for c in columns
+            ]
+        else:
+            out = [F.col(c) for c in columns]
         staged = df.select(*out, F.col("__partition").alias(_P), F.col("__offset").alias(_O))
         if cfg.insert_mode == "upsert" and self._is_empty(table):
-            direct = self._copy_direct(topic, table, staged, columns)
+            direct = self._copy_direct(topic, table, staged, columns, plan)
             if direct is not None:
                 return direct
-        return self._copy_and_merge(topic, table, staged, columns, keys)
+        return self._copy_and_merge(topic, table, staged, columns, keys, plan)
+
+    def _binary_plan(self, table: Any, df: DataFrame, columns: list[str]) -> dict[str, str] | None:
+        """Binary COPY (through ADBC) when every column's type has the same kind of value in the
+        topic and in the table: {column: PostgreSQL type}; else None (the CSV path, where
+        PostgreSQL's own casts apply)."""
+        with self._connect() as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT attname, format_type(atttypid, NULL) FROM pg_attribute "
+                "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
+                (table.as_string(conn),),
+            )
+            types = dict(cur.fetchall())
+        plan = {}
+        for c in columns:
+            kind = _KINDS.get(type(df.schema[c].dataType).__name__)
+            if kind is None or _BINARY_KIND.get(types.get(c, "")) != kind:
+                return None
+            plan[c] = types[c]
+        return plan
 
     def _is_empty(self, table: Any) -> bool:
         from psycopg2 import sql
@@ -115,7 +139,9 @@ class JdbcSinkTask(SinkTask):
             cur.execute(sql.SQL("SELECT NOT EXISTS (SELECT 1 FROM {})").format(table))
             return bool(cur.fetchone()[0])
 
-    def _copy_direct(self, topic: str, table: Any, staged: DataFrame, columns: list[str]) -> int | None:
+    def _copy_direct(
+        self, topic: str, table: Any, staged: DataFrame, columns: list[str], plan: dict[str, str] | None
+    ) -> int | None:
         """An upsert into an empty table: every Spark partition COPYs straight into it, in its own
         transaction; then one transaction records the offsets. Nothing to merge with, so no staging.
 
@@ -124,31 +150,48 @@ class JdbcSinkTask(SinkTask):
         the merge path next (this run, or the rerun, which finds the table no longer empty): an
         upsert of the whole batch overwrites them with each key's newest row, so nothing is lost
         or duplicated. Returns None when the merge path must run."""
-        copy_sql = self._copy_sql(table, columns)
+        writer = self._writer(table, columns, plan)
         started = time.monotonic()
         try:
-            reached = staged.mapInArrow(_copier(self.dsn, copy_sql, len(columns)), _COPIED).collect()
+            reached = staged.mapInArrow(_copier(writer, len(columns)), _COPIED).collect()
         except Exception as exc:
             self.log.warning("%s: COPY into the empty table failed (%s); merging the batch instead", topic, exc)
             return None
         copied = sum(r["n"] for r in reached)
         with self._connect() as conn, conn.cursor() as cur:
             self._record_offsets(cur, topic, reached)
-        self.log.info("%s: %d row(s) COPYed into the empty table in %.1f s", topic, copied, time.monotonic() - started)
+        how = "binary" if plan else "csv"
+        self.log.info(
+            "%s: %d row(s) COPYed (%s) into the empty table in %.1f s", topic, copied, how, time.monotonic() - started
+        )
         return copied
 
-    def _copy_sql(self, table: Any, columns: list[str]) -> str:
+    def _writer(self, table: Any, columns: list[str], plan: dict[str, str] | None) -> Any:
+        """How a partition's rows get into `table`: binary COPY through ADBC by `plan`, or CSV."""
         from psycopg2 import sql
 
+        if isinstance(table, str):
+            parts: tuple[str, ...] = (table,)
+            table = sql.Identifier(table)
+        else:
+            parts = tuple(table.strings)
+        if plan is not None:
+            return _adbc_writer(self.dsn, parts, plan)
         with self._connect() as conn:
-            target = table if isinstance(table, sql.Composable) else sql.Identifier(table)
-            return (
-                sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)")
-                .format(target, sql.SQL(", ").join(map(sql.Identifier, columns)))
-                .as_string(conn)
+            copy_sql = sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)").format(
+                table, sql.SQL(", ").join(map(sql.Identifier, columns))
             )
+            return _csv_writer(self.dsn, copy_sql.as_string(conn))
 
-    def _copy_and_merge(self, topic: str, table: Any, staged: DataFrame, columns: list[str], keys: list[str]) -> int:
+    def _copy_and_merge(
+        self,
+        topic: str,
+        table: Any,
+        staged: DataFrame,
+        columns: list[str],
+        keys: list[str],
+        plan: dict[str, str] | None,
+    ) -> int:
         """COPY into an unlogged staging table from every partition, then one transaction merges it
         into the target and records the offsets."""
         from psycopg2 import sql
@@ -165,9 +208,10 @@ class JdbcSinkTask(SinkTask):
                     ident(self.stage), ident(_P), ident(_O)
                 )
             )
-        copy_sql = self._copy_sql(self.stage, [*columns, _P, _O])
+        stage_plan = None if plan is None else {**plan, _P: "integer", _O: "bigint"}
+        writer = self._writer(self.stage, [*columns, _P, _O], stage_plan)
         started = time.monotonic()
-        reached = staged.mapInArrow(_copier(self.dsn, copy_sql, len(columns) + 2), _COPIED).collect()
+        reached = staged.mapInArrow(_copier(writer, len(columns) + 2), _COPIED).collect()
         copied = sum(r["n"] for r in reached)
         copy_s = time.monotonic() - started
         with self._connect() as conn, conn.cursor() as cur:
@@ -175,9 +219,10 @@ class JdbcSinkTask(SinkTask):
             self._record_offsets(cur, topic, reached)
             cur.execute(sql.SQL("DROP TABLE {}").format(ident(self.stage)))
         self.log.info(
-            "%s: %d row(s) COPYed in %.1f s from %d partition(s), merged in %.1f s",
+            "%s: %d row(s) COPYed (%s) in %.1f s from %d partition(s), merged in %.1f s",
             topic,
             copied,
+            "binary" if plan else "csv",
             copy_s,
             len(reached),
             time.monotonic() - started - copy_s,
@@ -294,12 +339,11 @@ def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str
 _COPIED = "p int, o long, n long"
 
 
-def _copier(dsn: dict[str, str], copy_sql: str, width: int) -> Any:
-    """The function every Spark partition runs: the first `width` columns of its Arrow batches → CSV →
-    one COPY; yields, per topic partition it saw, the largest offset and the row count."""
+def _copier(write: Any, width: int) -> Any:
+    """The function every Spark partition runs: the first `width` columns of its Arrow batches go
+    to `write` (one COPY); yields, per topic partition it saw, the largest offset and the row count."""
 
     def copy(batches: Iterator[Any]) -> Iterator[Any]:
-        import psycopg2
         import pyarrow as pa
 
         seen: dict[int, tuple[int, int]] = {}
@@ -310,19 +354,99 @@ def _copier(dsn: dict[str, str], copy_sql: str, width: int) -> Any:
                     _note_offsets(batch, seen)
                     yield batch.select(list(range(width)))
 
-        stream = _CsvStream(rows())
-        conn = psycopg2.connect(**dsn, options="-c client_encoding=UTF8")
-        try:
-            with conn, conn.cursor() as cur:
-                cur.copy_expert(copy_sql, stream, size=1 << 20)
-        finally:
-            conn.close()
+        write(rows())
         yield pa.RecordBatch.from_pydict(
-            {"p": [p for p in seen], "o": [o for o, _ in seen.values()], "n": [n for _, n in seen.values()]},
+            {"p": list(seen), "o": [o for o, _ in seen.values()], "n": [n for _, n in seen.values()]},
             schema=pa.schema([("p", pa.int32()), ("o", pa.int64()), ("n", pa.int64())]),
         )
 
     return copy
+
+
+def _csv_writer(dsn: dict[str, str], copy_sql: str) -> Any:
+    def write(batches: Iterator[Any]) -> None:
+        import psycopg2
+
+        conn = psycopg2.connect(**dsn, options="-c client_encoding=UTF8")
+        try:
+            with conn, conn.cursor() as cur:
+                cur.copy_expert(copy_sql, _CsvStream(batches), size=1 << 20)
+        finally:
+            conn.close()
+
+    return write
+
+
+# Spark type → kind of value; PostgreSQL type → the kind its binary COPY format takes
+_KINDS = {
+    "ShortType": "int2",
+    "IntegerType": "int4",
+    "LongType": "int8",
+    "FloatType": "float4",
+    "DoubleType": "float8",
+    "DecimalType": "numeric",
+    "StringType": "text",
+    "BinaryType": "bytea",
+    "BooleanType": "bool",
+    "DateType": "date",
+    "TimestampNTZType": "timestamp",
+    "TimestampType": "timestamptz",
+}
+_BINARY_KIND = {
+    "smallint": "int2",
+    "integer": "int4",
+    "bigint": "int8",
+    "real": "float4",
+    "double precision": "float8",
+    "numeric": "numeric",
+    "text": "text",
+    "character varying": "text",
+    "character": "text",
+    "json": "text",
+    "jsonb": "text",
+    "bytea": "bytea",
+    "boolean": "bool",
+    "date": "date",
+    "timestamp without time zone": "timestamp",
+    "timestamp with time zone": "timestamptz",
+}
+
+
+def _adbc_writer(dsn: dict[str, str], table: tuple[str, ...], plan: dict[str, str]) -> Any:
+    """Binary COPY by ADBC's PostgreSQL driver (C++: no text formatting or parsing of values).
+    jsonb's binary format is a version byte (1) before the JSON text."""
+    from urllib.parse import quote
+
+    auth = quote(dsn.get("user", ""), safe="") + (":" + quote(dsn["password"], safe="") if dsn.get("password") else "")
+    uri = f"postgresql://{auth}@{dsn['host']}:{dsn['port']}/{quote(dsn['dbname'], safe='')}"
+    jsonb = [c for c, t in plan.items() if t == "jsonb"]
+    names = list(plan)
+
+    def write(batches: Iterator[Any]) -> None:
+        import adbc_driver_postgresql.dbapi as adbc
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def encoded() -> Iterator[Any]:
+            for batch in batches:
+                columns = []
+                for name, column in zip(names, batch.columns, strict=True):
+                    if name in jsonb:
+                        raw = column.cast(pa.binary())
+                        column = pc.binary_join_element_wise(pa.scalar(b"\x01"), raw, pa.scalar(b""))
+                    columns.append(column)
+                yield pa.RecordBatch.from_arrays(columns, names=names)
+
+        stream = iter(encoded())
+        first = next(stream, None)
+        if first is None:
+            return
+        reader = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], stream))
+        with adbc.connect(uri) as conn, conn.cursor() as cur:
+            cur.adbc_ingest(table[-1], reader, mode="append", db_schema_name=table[0] if len(table) == 2 else None)
+            conn.commit()
+
+    return write
 
 
 def _note_offsets(batch: Any, seen: dict[int, tuple[int, int]]) -> None:
