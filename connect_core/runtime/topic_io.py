@@ -150,16 +150,11 @@ def read_topics(spark: SparkSession, segments: Sequence[Segment]) -> dict[str, D
         mine = [s for s in segments if s.topic == topic]
         df = spark.read.option("mergeSchema", "true").parquet(*[s.path for s in mine])
         pid = F.shiftright(F.col(SEQ_COLUMN), _PID_SHIFT)
-        counts = df.groupBy(RUN_COLUMN, pid.alias("__pid")).count().collect()
-        start = {s.run_id: (s.start_offset, s.partition) for s in mine}
-        bases: list[tuple[int, int, int, int]] = []
-        running: dict[int, int] = {}
-        for row in sorted(counts, key=lambda r: (r[RUN_COLUMN], r["__pid"])):
-            run = row[RUN_COLUMN]
-            offset = running.get(run, start[run][0])
-            bases.append((run, row["__pid"], offset, start[run][1]))
-            running[run] = offset + row["count"]
-        index = spark.createDataFrame(bases, f"{RUN_COLUMN} long, __pid long, __base long, {PARTITION_COLUMN} int")
+        bases = _offset_bases(mine, _footer_counts(mine) or _counted(df))
+        index = spark.createDataFrame(
+            [(run, p, base, partition) for (run, p), (base, partition) in bases.items()],
+            f"{RUN_COLUMN} long, __pid long, __base long, {PARTITION_COLUMN} int",
+        )
         within = F.col(SEQ_COLUMN) - F.shiftleft(F.col("__pid"), _PID_SHIFT)
         frames[topic] = (
             df.withColumn("__pid", pid)
@@ -169,6 +164,65 @@ def read_topics(spark: SparkSession, segments: Sequence[Segment]) -> dict[str, D
             .drop("__pid", "__base", RUN_COLUMN, SEQ_COLUMN)
         )
     return frames
+
+
+def _counted(df: DataFrame) -> dict[tuple[int, int], int]:
+    """Rows per (run, Spark partition id) by a Spark job over the two bookkeeping columns."""
+    pid = F.shiftright(F.col(SEQ_COLUMN), _PID_SHIFT)
+    rows = df.groupBy(RUN_COLUMN, pid.alias("__pid")).count().collect()
+    return {(r[RUN_COLUMN], r["__pid"]): r["count"] for r in rows}
+
+
+def _footer_counts(segments: Sequence[Segment]) -> dict[tuple[int, int], int] | None:
+    """Rows per (run, Spark partition id) from the Parquet footers alone (a file is written by one
+    task, so `__seq >> 33` is one number in it, read from its statistics); None if any segment
+    is not local or a file lacks statistics."""
+    counts: dict[tuple[int, int], int] = {}
+    for seg in segments:
+        files = _segment_files(seg)
+        if files is None:
+            return None
+        for _, pid, rows in files:
+            if pid is None:
+                return None
+            counts[seg.run_id, pid] = counts.get((seg.run_id, pid), 0) + rows
+    return counts
+
+
+def _segment_files(seg: Segment) -> list[tuple[str, int | None, int]] | None:
+    """(file, Spark partition id or None if unknown, rows) of each non-empty Parquet file of a local segment."""
+    local = _local_dir(seg.path)
+    if local is None:
+        return None
+    found: list[tuple[str, int | None, int]] = []
+    for file in sorted(Path(local).glob("*.parquet")):
+        meta = pq.read_metadata(file)
+        if not meta.num_rows:
+            continue
+        column = meta.schema.to_arrow_schema().get_field_index(SEQ_COLUMN)
+        pids: set[int] = set()
+        for group in range(meta.num_row_groups):
+            stats = meta.row_group(group).column(column).statistics if column >= 0 else None
+            if stats is None or not stats.has_min_max:
+                pids.add(-1)
+                break
+            pids.update({stats.min >> _PID_SHIFT, stats.max >> _PID_SHIFT})
+        found.append((str(file), pids.pop() if len(pids) == 1 and -1 not in pids else None, meta.num_rows))
+    return found
+
+
+def _offset_bases(
+    segments: Sequence[Segment], counts: dict[tuple[int, int], int]
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """(run, pid) → (offset of its first row, topic partition): a segment's rows in pid order."""
+    start = {s.run_id: (s.start_offset, s.partition) for s in segments}
+    bases: dict[tuple[int, int], tuple[int, int]] = {}
+    running: dict[int, int] = {}
+    for (run, pid), count in sorted(counts.items()):
+        offset = running.get(run, start[run][0])
+        bases[run, pid] = (offset, start[run][1])
+        running[run] = offset + count
+    return bases
 
 
 _PID_SHIFT = 33  # monotonically_increasing_id: partition id in the upper 31 bits
