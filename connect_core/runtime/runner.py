@@ -25,7 +25,7 @@ from connect_core.runtime.connectors_store import ConnectorStore
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.secrets import mask_text
-from connect_core.runtime.topic_io import delete_path, read_topics, write_segment
+from connect_core.runtime.topic_io import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics import TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
@@ -202,7 +202,7 @@ class TaskRunner:
             rows = sum(s.row_count for s in segments)
             by_topic = read_topics(spark, segments)
             data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), by_topic.values())
-            batch = SinkBatch(data, rows, tuple(sorted(owned)), by_topic)
+            batch = SinkBatch(data, rows, tuple(sorted(owned)), by_topic, arrow_topics(spark, segments, by_topic))
             metadata = task.write(spark, batch)
         finally:
             task.close()

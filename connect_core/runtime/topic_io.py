@@ -21,7 +21,7 @@ from connect_core.runtime.topics import Segment
 from connect_core.sdk.errors import FatalError
 from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords
 
-__all__ = ["RESERVED_COLUMNS", "delete_path", "read_segments", "read_topics", "write_segment"]
+__all__ = ["RESERVED_COLUMNS", "arrow_topics", "delete_path", "read_segments", "read_topics", "write_segment"]
 
 RUN_COLUMN = "__run"
 SEQ_COLUMN = "__seq"
@@ -164,6 +164,77 @@ def read_topics(spark: SparkSession, segments: Sequence[Segment]) -> dict[str, D
             .drop("__pid", "__base", RUN_COLUMN, SEQ_COLUMN)
         )
     return frames
+
+
+def arrow_topics(
+    spark: SparkSession, segments: Sequence[Segment], frames: dict[str, DataFrame]
+) -> dict[str, ArrowRecords]:
+    """Each topic of `segments` as ArrowRecords with the columns of its DataFrame in `frames`: one
+    Spark partition per Parquet file, read by pyarrow in the worker, offsets from the footers.
+    Topics on other file systems (or with files lacking statistics) are left out."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    found = {}
+    for topic, frame in frames.items():
+        mine = [s for s in segments if s.topic == topic]
+        files: list[tuple[str, int, int]] = []  # (file, shift from __seq to offset, topic partition)
+        counts: dict[tuple[int, int], int] = {}
+        listed = [(seg, _segment_files(seg)) for seg in mine]
+        if any(f is None or any(pid is None for _, pid, _ in f) for _, f in listed):
+            continue
+        for seg, seg_files in listed:
+            for _, pid, rows in seg_files or []:
+                assert pid is not None
+                counts[seg.run_id, pid] = counts.get((seg.run_id, pid), 0) + rows
+        bases = _offset_bases(mine, counts)
+        for seg, seg_files in listed:
+            for file, pid, _ in seg_files or []:
+                assert pid is not None
+                base, partition = bases[seg.run_id, pid]
+                files.append((file, base - (pid << _PID_SHIFT), partition))
+        if not files:
+            continue
+        inputs = spark.createDataFrame(
+            spark.sparkContext.parallelize(files, len(files)), "file string, shift long, partition int"
+        )
+        schema = frame.schema
+        found[topic] = ArrowRecords(inputs, _file_reader(topic, to_arrow_schema(schema, timezone="UTC")), schema)
+    return found
+
+
+def _file_reader(topic: str, schema: Any) -> Any:
+    """Read each input file's rows in `schema`'s columns: `__offset` = `__seq` + the file's shift;
+    columns a file lacks (written before the topic gained them) are nulls."""
+
+    def read(inputs: Any) -> Any:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        for batch in inputs:
+            for file, shift, partition in zip(*(batch.column(i).to_pylist() for i in range(3)), strict=True):
+                parquet = pq.ParquetFile(file)
+                present = set(parquet.schema_arrow.names)
+                wanted = [f.name for f in schema if f.name in present]
+                for rows in parquet.iter_batches(batch_size=65_536, columns=[*wanted, SEQ_COLUMN]):
+                    n = rows.num_rows
+                    columns = []
+                    for field in schema:
+                        if field.name == OFFSET_COLUMN:
+                            column = pc.add(rows.column(SEQ_COLUMN), pa.scalar(shift, pa.int64()))
+                        elif field.name == PARTITION_COLUMN:
+                            column = pa.array(np.full(n, partition, dtype=np.int32)).cast(field.type)
+                        elif field.name == TOPIC_COLUMN:
+                            column = pa.array([topic] * n, field.type)
+                        elif field.name in present:
+                            column = rows.column(field.name)
+                        else:
+                            column = pa.nulls(n, field.type)
+                        columns.append(column if column.type == field.type else column.cast(field.type))
+                    yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    return read
 
 
 def _counted(df: DataFrame) -> dict[tuple[int, int], int]:

@@ -137,6 +137,13 @@ class SinkBatch:
     row_count: int
     partitions: tuple[TopicPartition, ...]
     by_topic: Mapping[str, DataFrame] = field(default_factory=dict)
+    arrow_by_topic: Mapping[str, ArrowRecords] = field(default_factory=dict)
+
+    def arrow(self, name: str) -> ArrowRecords | None:
+        """One topic's rows (the same columns as `topic(name)`) as Arrow batches read from the
+        topic's files by the Python workers themselves, with no JVM in between; None where the
+        runtime cannot offer that (topics not on a local file system)."""
+        return self.arrow_by_topic.get(name)
 
     def topic(self, name: str) -> DataFrame:
         """One topic's rows with only that topic's columns (plus `__topic`, `__partition`, `__offset`)."""

@@ -22,7 +22,7 @@ from connect_core.connectors.jdbc import _pgcopy
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import postgres_type
-from connect_core.sdk import SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk import ArrowRecords, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
 
@@ -75,10 +75,11 @@ class JdbcSinkTask(SinkTask):
             for cond in fresh[1:]:
                 keep = keep | cond
             df = batch.topic(topic).filter(keep)
-            written += self._write_topic(topic, df)
+            applied = {tp.partition: self.applied.get(tp, 0) for tp in batch.partitions if tp.topic == topic}
+            written += self._write_topic(topic, df, batch.arrow(topic), applied)
         return {"rows_written": written}
 
-    def _write_topic(self, topic: str, df: DataFrame) -> int:
+    def _write_topic(self, topic: str, df: DataFrame, records: ArrowRecords | None, applied: dict[int, int]) -> int:
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType
 
@@ -106,7 +107,10 @@ class JdbcSinkTask(SinkTask):
             ]
         else:
             out = [F.col(c) for c in columns]
-        staged = df.select(*out, F.col("__partition").alias(_P), F.col("__offset").alias(_O))
+        staged: Any = df.select(*out, F.col("__partition").alias(_P), F.col("__offset").alias(_O))
+        if plan is not None and records is not None:
+            # Binary COPY of the topic's files as pyarrow reads them: no JVM between file and database.
+            staged = _ArrowStaged(records, _stager(columns, cfg.pk_mode == "kafka", applied))
         if cfg.insert_mode == "upsert" and self._is_empty(table):
             direct = self._copy_direct(topic, table, staged, columns, plan)
             if direct is not None:
@@ -337,6 +341,42 @@ def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str
 
 
 _COPIED = "p int, o long, n long"
+
+
+class _ArrowStaged:
+    """The staged rows of the Arrow path, with the one DataFrame method the COPY needs."""
+
+    def __init__(self, records: ArrowRecords, stage: Any) -> None:
+        self.records, self.stage = records, stage
+
+    def mapInArrow(self, func: Any, schema: str) -> DataFrame:
+        produce, stage = self.records.produce, self.stage
+        return self.records.inputs.mapInArrow(lambda batches: func(stage(produce(batches))), schema)
+
+
+def _stager(columns: list[str], kafka: bool, applied: dict[int, int]) -> Any:
+    """Topic batches → the staged layout (`columns`, partition, offset), rows already applied dropped."""
+    source = {KAFKA_PK[0]: "__topic", KAFKA_PK[1]: "__partition", KAFKA_PK[2]: "__offset"} if kafka else {}
+
+    def stage(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            partition, offset = batch.column("__partition"), batch.column("__offset")
+            old = None
+            for p, below in applied.items():
+                if below:
+                    cond = pc.and_(pc.equal(partition, p), pc.less(offset, below))
+                    old = cond if old is None else pc.or_(old, cond)
+            if old is not None:
+                batch = batch.filter(pc.invert(old))
+            arrays = [batch.column(source.get(c, c)) for c in columns]
+            yield pa.RecordBatch.from_arrays(
+                [*arrays, batch.column("__partition"), batch.column("__offset")], names=[*columns, _P, _O]
+            )
+
+    return stage
 
 
 def _copier(write: Any, width: int) -> Any:
