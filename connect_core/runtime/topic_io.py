@@ -169,8 +169,9 @@ def read_topics(spark: SparkSession, segments: Sequence[Segment]) -> dict[str, D
 def arrow_topics(
     spark: SparkSession, segments: Sequence[Segment], frames: dict[str, DataFrame]
 ) -> dict[str, ArrowRecords]:
-    """Each topic of `segments` as ArrowRecords with the columns of its DataFrame in `frames`: one
-    Spark partition per Parquet file, read by pyarrow in the worker, offsets from the footers.
+    """Each topic of `segments` as ArrowRecords with the columns of its DataFrame in `frames`: the
+    Parquet files spread over Spark partitions (one each when they are few), read by pyarrow in
+    the worker, offsets from the footers.
     Topics on other file systems (or with files lacking statistics) are left out."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -194,8 +195,10 @@ def arrow_topics(
                 files.append((file, base - (pid << _PID_SHIFT), partition))
         if not files:
             continue
+        # one file per Spark partition, or several when there are many (small) files
+        slots = min(len(files), max(2, 2 * spark.sparkContext.defaultParallelism))
         inputs = spark.createDataFrame(
-            spark.sparkContext.parallelize(files, len(files)), "file string, shift long, partition int"
+            spark.sparkContext.parallelize(files, slots), "file string, shift long, partition int"
         )
         schema = frame.schema
         found[topic] = ArrowRecords(inputs, _file_reader(topic, to_arrow_schema(schema, timezone="UTC")), schema)
