@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the SDK must import without Spark (e.g. in the Airflow sche
     from pyspark.sql.types import StructType
 
 __all__ = [
+    "ArrowRecords",
     "CommittedOffset",
     "Positions",
     "SinkBatch",
