@@ -1,8 +1,9 @@
 """Reading a database: small metadata queries, column types, clear errors, and the rows.
 
-Rows go through Spark's JDBC data source, or, from PostgreSQL, through `COPY … TO STDOUT`
-in every Spark partition (`_pgcopy`); PostgreSQL's small queries go through psycopg2 in
-the driver instead of Spark jobs.
+Rows are made as Arrow in every Spark partition — from PostgreSQL by `COPY … TO STDOUT`
+(`_pgcopy`), from MariaDB/MySQL by connectorx (`_mariadb`) — or, for column types those
+paths do not read, go through Spark's JDBC data source. PostgreSQL's small queries go
+through psycopg2 in the driver instead of Spark jobs.
 """
 
 from __future__ import annotations
@@ -114,6 +115,11 @@ class Jdbc:
             if self.dialect.name == "postgresql"
             else None
         )
+        self.mysql_url = (
+            self.dialect.mysql_url(config.connection_user, config.connection_password)
+            if self.dialect.name == "mariadb"
+            else None
+        )
         self.props = {"fetchsize": str(config.fetch_size)}
         if self.dialect.driver:
             self.props["driver"] = self.dialect.driver
@@ -130,30 +136,43 @@ class Jdbc:
             return reader.jdbc(self.dialect.spark_url, table, predicates=predicates, properties=self.props)
         return reader.jdbc(self.dialect.spark_url, table, properties=self.props)
 
-    def copy_read(
-        self, sql: str, predicates: list[str] | None, metadata: dict[str, dict[str, Any]]
-    ) -> ArrowRecords | None:
-        """PostgreSQL: the rows of a SELECT by one `COPY … TO STDOUT` per predicate, each in its own
-        Spark partition, as Arrow (fields carry `metadata` by name); None when a column has a type
-        only the JDBC path reads."""
+    def arrow_read(self, sql: str, predicates: list[str] | None, columns: list[Column]) -> ArrowRecords | None:
+        """The rows of a SELECT as Arrow made in the Spark workers, one slice per predicate and partition:
+        PostgreSQL by `COPY … TO STDOUT`, MariaDB/MySQL by connectorx. None when a column has a type only
+        the JDBC path reads (fields carry each column's `metadata`)."""
         from pyspark.sql.types import StructField, StructType
 
-        from connect_core.connectors.jdbc import _pgcopy
+        from connect_core.connectors.jdbc import _mariadb, _pgcopy
 
-        assert self.pg_dsn is not None
-        schema = self.schema(sql)
-        if schema is None:
+        produce: Any
+        if self.pg_dsn is not None:
+            schema = self.schema(sql)
+            if schema is None:
+                return None
+            statements = [
+                f"COPY (SELECT * FROM ({sql}) connect_q WHERE {p}) TO STDOUT WITH (FORMAT csv)"
+                for p in predicates or ["TRUE"]
+            ]
+        elif self.mysql_url is not None and all(c.sql_type in _mariadb.READABLE for c in columns):
+            schema = self.read(f"SELECT * FROM ({sql}) connect_q WHERE 1=0").schema
+            select = _mariadb.select_list(schema, self.dialect.quote)
+            if select is None:
+                return None
+            statements = [f"SELECT {select} FROM ({sql}) connect_q WHERE {p}" for p in predicates or ["1=1"]]
+        else:
             return None
+        metadata = {c.name: c.metadata() for c in columns}
         schema = StructType([StructField(f.name, f.dataType, True, metadata.get(f.name) or {}) for f in schema.fields])
-        statements = [
-            f"COPY (SELECT * FROM ({sql}) connect_q WHERE {p}) TO STDOUT WITH (FORMAT csv)"
-            for p in predicates or ["TRUE"]
-        ]
+        arrow = _pgcopy.arrow_schema(schema)
+        if self.pg_dsn is not None:
+            produce = _pgcopy.copy_reader(self.pg_dsn, self.dialect.host, arrow)
+        else:
+            assert self.mysql_url is not None
+            produce = _mariadb.reader(self.mysql_url, self.dialect.host, arrow)
         inputs = self.spark.createDataFrame(
             self.spark.sparkContext.parallelize([(s,) for s in statements], len(statements)), "statement string"
         )
-        reader = _pgcopy.copy_reader(self.pg_dsn, self.dialect.host, _pgcopy.arrow_schema(schema))
-        return ArrowRecords(inputs, reader, schema)
+        return ArrowRecords(inputs, produce, schema)
 
     def schema(self, sql: str) -> StructType | None:
         """The Spark schema of a SELECT's result (PostgreSQL: from psycopg2, no Spark job; None when a

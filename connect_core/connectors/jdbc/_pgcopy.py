@@ -96,6 +96,7 @@ def arrow_schema(schema: StructType) -> pa.Schema:
         T.BooleanType: pa.bool_(),
         T.BinaryType: pa.binary(),
         T.StringType: pa.string(),
+        T.ByteType: pa.int8(),
         T.ShortType: pa.int16(),
         T.IntegerType: pa.int32(),
         T.LongType: pa.int64(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from connect_core.sdk.errors import ConfigError
 
@@ -75,6 +75,15 @@ class Dialect:
         if password:
             args["password"] = password
         return args
+
+    def mysql_url(self, user: str | None, password: str | None) -> str:
+        """The `mysql://user:password@host:port/db` URL (connectorx's) of a MariaDB/MySQL JDBC URL."""
+        parts = urlsplit("//" + self.url.split("://", 1)[1])
+        query = dict(parse_qsl(parts.query))
+        user, password = user or query.get("user"), password or query.get("password")
+        login = quote(user, safe="") + (f":{quote(password, safe='')}" if password else "") + "@" if user else ""
+        database = parts.path.strip("/")
+        return f"mysql://{login}{parts.hostname or '127.0.0.1'}:{parts.port or 3306}/{database}"
 
 
 _POSTGRES_JARS = ("/usr/share/java/postgresql.jar",)

@@ -62,6 +62,10 @@ class JdbcSourceTask(SourceTask):
             df, offset = window.read(positions.offset(source.key))
             if df is None:
                 continue
+            how = "Spark's JDBC reader"
+            if isinstance(df, ArrowRecords):
+                how = "COPY" if jdbc.pg_dsn else "connectorx"
+            self.log.info("%s: reading the window through %s", source.topic, how)
             records[source.topic] = df
             if offset is not None:
                 reached.append(SourcePosition(source.key, offset))
@@ -108,10 +112,9 @@ class _Window:
         sql = f"SELECT {select} FROM {self.source.relation} WHERE {base}"
         with jdbc_errors(self.jdbc.dialect, f"reading {self.source.topic}"):
             slices = self._slices(base)
-            if self.jdbc.pg_dsn:
-                copied = self.jdbc.copy_read(sql, slices, {c.name: c.metadata() for c in columns})
-                if copied is not None:
-                    return copied, offset
+            arrow = self.jdbc.arrow_read(sql, slices, columns)
+            if arrow is not None:
+                return arrow, offset
             df = self.jdbc.read(sql, slices)
             df = df.select(*[df[c.name].alias(c.name, metadata=c.metadata()) for c in columns])
         return df, offset
