@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.precheck import has_new_data
 from connect_core.runtime.runner import TaskRunner
 from tests.connectors.jdbc_helpers import Database, mariadb, postgres, target  # noqa: F401  (fixtures)
 
@@ -76,11 +77,14 @@ def test_incrementing_mariadb_to_postgres(
     assert first[0].rows == 3
     assert _same(mariadb, target, "orders")[2][1] == ""  # empty string stays empty, not NULL
 
+    assert has_new_data(runtime, "src", 0) is False  # Airflow's check before a run: no Spark
     mariadb.execute("INSERT INTO orders (name, amount) VALUES ('c', 4), ('d', 5)")
+    assert has_new_data(runtime, "src", 0) is True
     again = _sync(runner, "src", "sink")
     assert again[0].rows == 2 and again[1].rows == 2  # only the new rows
     assert len(_same(mariadb, target, "orders")) == 5
     assert runtime.connectors.positions("src")['{"table":"orders"}'].offset == {"incrementing": 5}
+    assert has_new_data(runtime, "src", 0) is False
     idle = runner.run("src", 0)
     assert idle.state == "SUCCEEDED" and idle.rows == 0
 
@@ -128,9 +132,12 @@ def test_timestamp_incrementing_picks_up_updates_and_waits_out_the_delay(
     # A row stamped "now" is not read until it is older than the delay: a transaction committing late
     # with an earlier timestamp is not skipped.
     postgres.execute("INSERT INTO orders VALUES (1002, 'late', 2, localtimestamp)")
+    assert has_new_data(runtime, "src", 0) is False
     assert runner.run("src", 0).rows == 0
     time.sleep(3.2)
+    assert has_new_data(runtime, "src", 0) is True
     assert _sync(runner, "src")[0].rows == 1
+    assert has_new_data(runtime, "src", 0) is False
     _sync(runner, "sink")
     assert len(_same(postgres, target, "orders")) == 1002
 

@@ -33,6 +33,8 @@ _UNREACHABLE = (
     "communications link failure",
     "socket fail to connect",
     "could not open connection",
+    "can't connect",
+    "name or service not known",
 )
 
 
@@ -107,8 +109,9 @@ class Column:
 class Jdbc:
     """One database as seen through Spark's JDBC source (and psycopg2 for PostgreSQL)."""
 
-    def __init__(self, spark: SparkSession, config: JdbcConnectionConfig) -> None:
-        self.spark = spark
+    def __init__(self, spark: SparkSession | None, config: JdbcConnectionConfig) -> None:
+        """`spark` None: only the small queries (`rows`, `columns`), as in a check before any run."""
+        self._spark = spark
         self.dialect = dialect_for(config.connection_url)
         self.pg_dsn = (
             self.dialect.libpq_dsn(config.connection_user, config.connection_password)
@@ -120,6 +123,11 @@ class Jdbc:
             if self.dialect.name == "mariadb"
             else None
         )
+        self.mysql_args = (
+            self.dialect.mysql_args(config.connection_user, config.connection_password)
+            if self.dialect.name == "mariadb"
+            else None
+        )
         self.props = {"fetchsize": str(config.fetch_size)}
         if self.dialect.driver:
             self.props["driver"] = self.dialect.driver
@@ -127,6 +135,11 @@ class Jdbc:
             self.props["user"] = config.connection_user
         if config.connection_password:
             self.props["password"] = config.connection_password
+
+    @property
+    def spark(self) -> SparkSession:
+        assert self._spark is not None, "reading rows needs a SparkSession"
+        return self._spark
 
     def read(self, sql: str, predicates: list[str] | None = None) -> DataFrame:
         """The rows of a SELECT (as a subquery), in parallel over `predicates` when given."""
@@ -190,8 +203,11 @@ class Jdbc:
             conn.close()
 
     def rows(self, sql: str, what: str) -> list[Any]:
-        """A small result, collected in the driver (metadata, bounds); PostgreSQL's through psycopg2."""
+        """A small result, read in the driver (metadata, bounds) by psycopg2 or PyMySQL, no Spark job;
+        through Spark's JDBC source for other databases."""
         with jdbc_errors(self.dialect, what):
+            if self.mysql_args is not None:
+                return self._mysql_rows(sql)
             if self.pg_dsn is None:
                 return self.read(sql).collect()
             import psycopg2.extras
@@ -205,6 +221,21 @@ class Jdbc:
                     return list(cur.fetchall())
             finally:
                 conn.close()
+
+    def _mysql_rows(self, sql: str) -> list[Any]:
+        import pymysql
+        import pymysql.cursors
+
+        assert self.mysql_args is not None
+        conn = pymysql.connect(
+            **self.mysql_args, charset="utf8mb4", connect_timeout=10, cursorclass=pymysql.cursors.DictCursor
+        )
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                return list(cur.fetchall())
+        finally:
+            conn.close()
 
     def columns(self, table: tuple[str, ...]) -> list[Column]:
         """The table's columns in order, from information_schema; a missing table is a ConfigError."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from connect_core.sdk.errors import ConfigError
@@ -76,14 +77,23 @@ class Dialect:
             args["password"] = password
         return args
 
-    def mysql_url(self, user: str | None, password: str | None) -> str:
-        """The `mysql://user:password@host:port/db` URL (connectorx's) of a MariaDB/MySQL JDBC URL."""
+    def mysql_args(self, user: str | None, password: str | None) -> dict[str, Any]:
+        """PyMySQL connection arguments of a MariaDB/MySQL JDBC URL."""
         parts = urlsplit("//" + self.url.split("://", 1)[1])
         query = dict(parse_qsl(parts.query))
-        user, password = user or query.get("user"), password or query.get("password")
-        login = quote(user, safe="") + (f":{quote(password, safe='')}" if password else "") + "@" if user else ""
-        database = parts.path.strip("/")
-        return f"mysql://{login}{parts.hostname or '127.0.0.1'}:{parts.port or 3306}/{database}"
+        args: dict[str, Any] = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 3306}
+        args["database"] = parts.path.strip("/") or None
+        args["user"] = user or query.get("user")
+        args["password"] = password or query.get("password") or ""
+        return args
+
+    def mysql_url(self, user: str | None, password: str | None) -> str:
+        """The same as a `mysql://user:password@host:port/db` URL (connectorx's)."""
+        a = self.mysql_args(user, password)
+        login = ""
+        if a["user"]:
+            login = quote(a["user"], safe="") + (f":{quote(a['password'], safe='')}" if a["password"] else "") + "@"
+        return f"mysql://{login}{a['host']}:{a['port']}/{a['database'] or ''}"
 
 
 _POSTGRES_JARS = ("/usr/share/java/postgresql.jar",)

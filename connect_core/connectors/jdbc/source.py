@@ -71,6 +71,23 @@ class JdbcSourceTask(SourceTask):
                 reached.append(SourcePosition(source.key, offset))
         return SourceBatch(records, tuple(reached))
 
+    def has_new_data(self, positions: Positions) -> bool | None:
+        """Whether a run would read anything: the same bound queries as `read`, without Spark
+        (bulk mode always reads; None — run and see — when the check itself fails)."""
+        cfg = JdbcSourceConfig.model_validate(self.config)
+        jdbc = Jdbc(None, cfg)
+        if cfg.mode == "bulk":
+            return True
+        if cfg.query and not jdbc.pg_dsn and cfg.mode != "incrementing":
+            return None  # a query's timestamp column type comes from Spark's JDBC reader
+        try:
+            return any(
+                _Window(cfg, jdbc, s).bounds(positions.offset(s.key))[0] is not None for s in _sources(cfg, jdbc)
+            )
+        except Exception as exc:  # the run reports it, with its context
+            self.log.info("cannot tell whether there is anything new (%s); running", exc)
+            return None
+
 
 def _sources(cfg: JdbcSourceConfig, jdbc: Jdbc) -> list[_Source]:
     if cfg.query:
@@ -97,15 +114,7 @@ class _Window:
             f"{self.jdbc.text_cast(self.q(c.name))} AS {self.q(c.name)}" if c.as_text else self.q(c.name)
             for c in columns
         )
-        mode = self.cfg.mode
-        where: list[str] | None
-        offset: dict[str, Any] | None
-        if mode == "bulk":
-            where, offset = [], None
-        elif mode == "incrementing":
-            where, offset = self._incrementing(last or {})
-        else:
-            where, offset = self._timestamp(last or {}, columns)
+        where, offset = self.bounds(last, columns)
         if where is None:
             return None, None  # nothing new
         base = " AND ".join(where) or "1=1"
@@ -118,6 +127,14 @@ class _Window:
             df = self.jdbc.read(sql, slices)
             df = df.select(*[df[c.name].alias(c.name, metadata=c.metadata()) for c in columns])
         return df, offset
+
+    def bounds(self, last: Any, columns: list[Column] | None = None) -> tuple[list[str] | None, dict[str, Any] | None]:
+        """The window past `last` (its predicates, None if nothing new) and the position at its end."""
+        if self.cfg.mode == "bulk":
+            return [], None
+        if self.cfg.mode == "incrementing":
+            return self._incrementing(last or {})
+        return self._timestamp(last or {}, columns if columns is not None else self._columns())
 
     def _columns(self) -> list[Column]:
         if self.source.table is not None:
