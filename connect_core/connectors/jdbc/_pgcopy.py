@@ -156,7 +156,9 @@ def _copy_out(dsn: dict[str, str], host: str, statement: str, schema: pa.Schema)
     thread = threading.Thread(target=produce, name="copy-out", daemon=True)
     thread.start()
     try:
-        with open(read_end, "rb", buffering=0) as source:
+        # Buffered: a read of a block waits for the whole block, so pyarrow parses 8 MiB at a time, not
+        # whatever the pipe held (batches of a few hundred rows, each a Parquet row group downstream).
+        with open(read_end, "rb", buffering=1 << 20) as source:
             reader = pacsv.open_csv(
                 source,
                 read_options=pacsv.ReadOptions(column_names=schema.names, block_size=8 << 20),
