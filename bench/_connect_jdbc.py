@@ -1,8 +1,9 @@
 """This product in the JDBC benchmark: JdbcSourceConnector → topic → JdbcSinkConnector.
 
 Registering the two connectors is set-up (not timed, like creating the other tools' target
-table). A sync is two `connect run` processes — the source task, then the sink task — each a
-real spark-submit on `local[*]`; their wall time, CLI and JVM start-up included, is the result.
+table). A sync is one `connect run src sink`: the source task, then the sink task, in one real
+spark-submit on `local[*]` (tasks on one pool share a Spark application, as a Kafka Connect
+worker hosts many tasks); its wall time, CLI and JVM start-up included, is the result.
 The metadata store is a database `bench_connect_meta` on the bench's PostgreSQL; topics live
 in a temporary directory.
 """
@@ -98,8 +99,8 @@ def setup(kind: str, target_table: str) -> None:
 
 
 def sync(kind: str) -> float:
-    """One source run and one sink run, each a spark-submit; wall seconds of both."""
+    """`connect run src sink`: one source run, then one sink run, in one spark-submit (both tasks
+    are on the local pool, so they share a Spark application); wall seconds of the command."""
     started = time.perf_counter()
-    _cli(kind, "run", f"src_{kind}")
-    _cli(kind, "run", f"sink_{kind}")
+    _cli(kind, "run", f"src_{kind}", f"sink_{kind}")
     return time.perf_counter() - started

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Any
 
 import typer
@@ -18,28 +19,47 @@ app.add_typer(airflow_app, name="airflow")
 
 @app.command()
 def run(
-    name: str,
+    names: Annotated[list[str], typer.Argument(help="Connector(s); their tasks run in this order", metavar="NAME...")],
     master: Annotated[
-        str | None, typer.Option(help="Run on this Spark master instead of the task's assigned pool")
+        str | None, typer.Option(help="Run on this Spark master instead of the tasks' assigned pools")
     ] = None,
-    task: Annotated[int | None, typer.Option(help="Run only this task")] = None,
+    task: Annotated[int | None, typer.Option(help="Run only this task (of a single connector)")] = None,
     output: OutputOpt = "table",
 ) -> None:
-    """Run every task of a connector once, each through a real spark-submit of the runner."""
-    from connect_core.runtime.rebalancer import place
-    from connect_core.runtime.submit import submit_task
+    """Run every task of the connector(s) once, through real spark-submits of the runner.
 
+    Consecutive tasks placed on the same Spark pool share one spark-submit: they run one after
+    another in one Spark application, as a Kafka Connect worker hosts many tasks — so
+    `connect run shop-source shop-sink` pays one Spark start-up for a whole sync."""
+    from connect_core.runtime.rebalancer import place
+    from connect_core.runtime.submit import merge_spark_conf, submit_tasks
+
+    if task is not None and len(names) > 1:
+        raise typer.BadParameter("--task needs a single connector")
     with runtime() as rt:
-        info = rt.connectors.get(name)
-        task_ids = [task] if task is not None else list(range(len(info.tasks)))
+        planned = []  # (connector, task, pool name, placement)
+        for name in names:
+            info = rt.connectors.get(name)
+            for t in [task] if task is not None else list(range(len(info.tasks))):
+                placement = None if master else place(rt.engine, rt.settings, name, t)
+                planned.append((name, t, placement.pool if placement else master or "", placement))
+        # consecutive tasks on the same pool and master share a spark-submit
+        groups = [
+            list(group)
+            for _, group in itertools.groupby(planned, key=lambda p: (p[2], p[3].master if p[3] else master))
+        ]
         results, pools = [], []
-        for t in task_ids:
-            placement = None if master else place(rt.engine, rt.settings, name, t)
-            pools.append(placement.pool if placement else master or "")
-            conf = rt.spark_conf_for(name)
-            results.append(
-                submit_task(rt.settings, rt.database_url, name, t, master=master, placement=placement, conf=conf)
+        for group in groups:
+            conf = merge_spark_conf(*(rt.spark_conf_for(name) for name in dict.fromkeys(g[0] for g in group)))
+            results += submit_tasks(
+                rt.settings,
+                rt.database_url,
+                [(g[0], g[1]) for g in group],
+                master=master,
+                placement=group[0][3],
+                conf=conf,
             )
+            pools += [g[2] for g in group]
     if output == "json":
         print_json(
             [
@@ -48,10 +68,14 @@ def run(
             ]
         )
     else:
-        table = Table("task", "pool", "run", "state", "rows", "wall s", "start-up s", "work s")
+        many = len(names) > 1
+        table = Table(
+            *(["connector"] if many else []), "task", "pool", "run", "state", "rows", "wall s", "start-up s", "work s"
+        )
         for r, pool in zip(results, pools, strict=True):
             work = r.result.get("timings", {}).get("run_s", 0.0)
             table.add_row(
+                *([r.connector] if many else []),
                 str(r.task_id),
                 pool,
                 str(r.result.get("run_id", "")),
@@ -61,15 +85,18 @@ def run(
                 f"{r.wall_s - work:.1f}",
                 f"{work:.1f}",
             )
-        out.print(f"[bold]{name}[/bold]: ran {len(results)} task(s)")
+        out.print(f"[bold]{', '.join(names)}[/bold]: ran {len(results)} task(s) in {len(groups)} spark-submit(s)")
         out.print(table)
         for r in results:
             if r.result.get("message"):
-                out.print(f"task {r.task_id}: {r.result['message']}", highlight=False)
+                out.print(f"{r.connector} task {r.task_id}: {r.result['message']}", highlight=False)
     for r in results:
         if r.state not in ("SUCCEEDED", "SKIPPED"):
             if not r.result:
-                err.print(f"task {r.task_id} exited with {r.exit_code}; last output:\n{r.stderr_tail}", highlight=False)
+                err.print(
+                    f"{r.connector} task {r.task_id} exited with {r.exit_code}; last output:\n{r.stderr_tail}",
+                    highlight=False,
+                )
             raise typer.Exit(1)
 
 

@@ -1,7 +1,9 @@
-"""Entry point that `spark-submit` runs: one run of one task, inside the Spark driver.
+"""Entry point that `spark-submit` runs: one run of a task, inside the Spark driver — or one run
+of each of several tasks (`--connector A --task 0 --connector B --task 0`), one after another in
+the same SparkSession.
 
-Prints one line `CONNECT_RESULT {json}` on stdout. Exit codes: 0 succeeded or
-skipped, 3 fenced, 1 failed.
+Prints one line `CONNECT_RESULT {json}` per run on stdout. Exit codes: 0 all succeeded or
+skipped, 1 any failed, else 3 any fenced.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="connect-runner")
-    parser.add_argument("--connector", required=True)
-    parser.add_argument("--task", type=int, required=True)
+    parser.add_argument("--connector", required=True, action="append", help="repeated: runs in order")
+    parser.add_argument("--task", type=int, required=True, action="append", help="one per --connector")
     parser.add_argument("--pool", default=None, help="the Spark pool this run was placed on")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -45,16 +47,22 @@ def main(argv: list[str] | None = None) -> int:
         lease_seconds=runtime.settings.lease_seconds,
         pool=args.pool,
     )
+    if len(args.connector) != len(args.task):
+        parser.error("give one --task per --connector")
+    results = []
     try:
-        result = runner.run(args.connector, args.task)
+        for connector, task_id in zip(args.connector, args.task, strict=True):
+            results.append(runner.run(connector, task_id))
     finally:
         active = SparkSession.getActiveSession()
         if active is not None:
             active.stop()
         runtime.close()
-    result.timings["python_s"] = round(time.monotonic() - _STARTED, 3)
-    print("CONNECT_RESULT " + json.dumps(result.to_dict()), flush=True)
-    return {"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(result.state, 1)
+    for result in results:
+        result.timings["python_s"] = round(time.monotonic() - _STARTED, 3)
+        print("CONNECT_RESULT " + json.dumps(result.to_dict()), flush=True)
+    codes = [{"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(r.state, 1) for r in results]
+    return 1 if 1 in codes else max(codes)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ __all__ = [
     "spark_conf",
     "spark_submit_command",
     "submit_task",
+    "submit_tasks",
 ]
 
 log = logging.getLogger(__name__)
@@ -112,12 +113,18 @@ def spark_submit_command(
     master: str,
     conf: Mapping[str, str] | None = None,
     pool: str | None = None,
+    more: Sequence[tuple[str, int]] = (),
 ) -> list[str]:
+    """The spark-submit of one run of task `connector`-`task_id` — and of the tasks in `more` after
+    it, one after another in the same Spark application (as a Kafka Connect worker hosts many tasks)."""
     cmd = [_spark_submit(settings), "--master", master]
-    cmd += ["--name", f"connect:{connector}:task-{task_id}"]
+    cmd += ["--name", f"connect:{connector}:task-{task_id}" + (f"+{len(more)}" if more else "")]
     for key, value in spark_conf(conf).items():
         cmd += ["--conf", f"{key}={value}"]
-    return [*cmd, str(RUNNER_MAIN), *runner_args(connector, task_id, pool)]
+    args = runner_args(connector, task_id, pool)
+    for other, other_task in more:
+        args += ["--connector", other, "--task", str(other_task)]
+    return [*cmd, str(RUNNER_MAIN), *args]
 
 
 def submit_task(
@@ -134,6 +141,33 @@ def submit_task(
 ) -> SubmitResult:
     """spark-submit one run of the task and wait for it: on `master` if given (no pool check), else
     where `placement` says (default: the local pool's machine, `local[*]`)."""
+    (result,) = submit_tasks(
+        settings,
+        database_url,
+        [(connector, task_id)],
+        master=master,
+        placement=placement,
+        conf=conf,
+        extra_env=extra_env,
+        timeout=timeout,
+    )
+    return result
+
+
+def submit_tasks(
+    settings: Settings,
+    database_url: str,
+    tasks: Sequence[tuple[str, int]],
+    *,
+    master: str | None = None,
+    placement: Placement | None = None,
+    conf: Mapping[str, str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> list[SubmitResult]:
+    """One spark-submit running a run of each task in `tasks`, in order, in one Spark application
+    (one JVM and SparkSession start-up for all). The first task's start-up is in its `wall_s`."""
+    (connector, task_id), *more = tasks
     env = {**os.environ, **runner_env(settings, database_url), **(extra_env or {})}
     if master is None and placement is not None:
         cmd = spark_submit_command(
@@ -143,16 +177,31 @@ def submit_task(
             master=placement.master,
             conf=merge_spark_conf(placement.conf, conf or {}),
             pool=placement.pool,
+            more=more,
         )
     else:
-        cmd = spark_submit_command(settings, connector, task_id, master=master or "local[*]", conf=conf)
-    log.info("spark-submit of `%s-%s`: %s", connector, task_id, " ".join(cmd))
+        cmd = spark_submit_command(settings, connector, task_id, master=master or "local[*]", conf=conf, more=more)
+    log.info("spark-submit of %s: %s", ", ".join(f"`{c}-{t}`" for c, t in tasks), " ".join(cmd))
     started = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     wall = round(time.monotonic() - started, 3)
-    result: dict[str, Any] = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            result = json.loads(line[len(RESULT_PREFIX) :])
+    results = [
+        json.loads(line[len(RESULT_PREFIX) :]) for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)
+    ]
     tail = "\n".join(proc.stderr.splitlines()[-30:])
-    return SubmitResult(connector, task_id, proc.returncode, wall, result, tail)
+    run_s = [float(r.get("timings", {}).get("run_s", 0.0)) for r in results]
+    found = []
+    for i, (name, task) in enumerate(tasks):
+        result = results[i] if i < len(results) else {}
+        if not result:
+            code = proc.returncode or 1
+        else:
+            code = {"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(str(result.get("state")), 1)
+        if len(tasks) == 1:
+            task_wall = wall
+        elif i == 0:
+            task_wall = round(wall - sum(run_s[1:]), 3)
+        else:
+            task_wall = run_s[i] if i < len(run_s) else 0.0
+        found.append(SubmitResult(name, task, code, task_wall, result, tail))
+    return found

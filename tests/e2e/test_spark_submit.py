@@ -85,6 +85,17 @@ def test_quickstart_copies_lines_once_and_incrementally(cli: Cli, tmp_path: Path
     assert [t["state"] for t in status["tasks"]] == ["RUNNING"]
     assert [r["stats"]["rows"] for r in status["runs"]] == [2, 3]
 
+    # One command, one spark-submit: the source's run, then the sink's, in the same Spark application.
+    with source.open("a") as f:
+        f.write("together\n")
+    both = json.loads(cli("run", "fileSourceConnector", "fileSinkConnector", "--output", "json").stdout)
+    assert [(r["connector"], r["state"], r["rows"]) for r in both] == [
+        ("fileSourceConnector", "SUCCEEDED", 1),
+        ("fileSinkConnector", "SUCCEEDED", 1),
+    ]
+    assert both[1]["timings"]["spark_session_s"] < 1  # the sink's run found the source's SparkSession
+    assert sink.read_text().splitlines()[-1] == "together"
+
 
 def test_kill_minus_9_before_commit_then_rerun_is_exactly_once(cli: Cli, tmp_path: Path) -> None:
     source, sink = _register(cli, tmp_path)
