@@ -9,6 +9,7 @@ each row its exact offset without any ordering work at write time.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ __all__ = ["RESERVED_COLUMNS", "arrow_topics", "delete_path", "read_segments", "
 
 RUN_COLUMN = "__run"
 SEQ_COLUMN = "__seq"
+#: The footer key under which Spark keeps a Parquet file's Spark schema (field metadata included).
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 RESERVED_COLUMNS = frozenset({RUN_COLUMN, SEQ_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN})
 
 
@@ -77,7 +80,7 @@ def _arrow_writer(records: ArrowRecords, directory: str, run_id: int) -> Any:
     spark_schema = StructType(
         [*records.schema.fields, StructField(SEQ_COLUMN, LongType()), StructField(RUN_COLUMN, LongType())]
     )
-    footer = {b"org.apache.spark.sql.parquet.row.metadata": spark_schema.json().encode()}
+    footer = {SPARK_SCHEMA_KEY: spark_schema.json().encode()}
 
     def write(inputs: Any) -> Any:
         import os
@@ -169,7 +172,9 @@ def read_topics(spark: SparkSession, segments: Sequence[Segment]) -> dict[str, D
     frames = {}
     for topic in sorted({s.topic for s in segments}):
         mine = [s for s in segments if s.topic == topic]
-        df = spark.read.option("mergeSchema", "true").parquet(*[s.path for s in mine])
+        schema = _footer_schema(mine)
+        reader = spark.read.schema(schema) if schema is not None else spark.read.option("mergeSchema", "true")
+        df = reader.parquet(*[s.path for s in mine])
         pid = F.shiftright(F.col(SEQ_COLUMN), _PID_SHIFT)
         bases = _offset_bases(mine, _footer_counts(mine) or _counted(df))
         index = spark.createDataFrame(
@@ -259,6 +264,29 @@ def _file_reader(topic: str, schema: Any) -> Any:
                     yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
     return read
+
+
+def _footer_schema(segments: Sequence[Segment]) -> Any:
+    """The segments' merged Spark schema from the schema Spark (or the Arrow writer) keeps in every
+    file's footer, without the Spark job `mergeSchema` runs; None if a segment is not local, a
+    file lacks it, or two files disagree on a column's type (Spark's merge then decides)."""
+    from pyspark.sql.types import StructType
+
+    fields: dict[str, Any] = {}
+    for seg in segments:
+        local = _local_dir(seg.path)
+        if local is None:
+            return None
+        for file in sorted(Path(local).glob("*.parquet")):
+            stored = (pq.read_schema(file).metadata or {}).get(SPARK_SCHEMA_KEY)
+            if stored is None:
+                return None
+            for field in StructType.fromJson(json.loads(stored)).fields:
+                if field.name not in fields:
+                    fields[field.name] = field
+                elif fields[field.name].dataType != field.dataType:
+                    return None
+    return StructType(list(fields.values())) if fields else None
 
 
 def _counted(df: DataFrame) -> dict[tuple[int, int], int]:
