@@ -6,7 +6,8 @@ Side by side, each on a fresh table in the database `bench_target` of the local 
 as its own process and timed end to end from the parent (interpreter / JVM start-up included):
 
 * **connect**: this product, JdbcSourceConnector (timestamp+incrementing) → topic → JdbcSinkConnector
-  (upsert on `id`, COPY fast path), two `connect run` spark-submits (`_connect_jdbc.py`).
+  (upsert on `id`, COPY fast path), one `connect run src sink`: both tasks in one spark-submit
+  (`_connect_jdbc.py`).
 * **dlt**: `sql_table` with the connectorx backend (Arrow, streamed in batches), incremental cursor
   on `updated_at`, merge (upsert) on `id`, loaded as parquet through ADBC's binary COPY. Its CSV
   loader would be the other fast path, but it loads '' as NULL (`--dlt-format csv` shows it fail).
@@ -61,7 +62,7 @@ MARIADB_JDBC_OPTIONS = "useCompression=false&tinyInt1isBit=true"
 
 def run_connect(source_kind: str, rows: int) -> float:
     """This product: JdbcSourceConnector → topic → JdbcSinkConnector (upsert on id) into
-    `target_table("connect", source_kind)`, two `connect run` spark-submits (see _connect_jdbc.py)."""
+    `target_table("connect", source_kind)`, one `connect run src sink` spark-submit (see _connect_jdbc.py)."""
     connect.setup(source_kind, target_table("connect", source_kind))
     return connect.sync(source_kind)
 
@@ -482,7 +483,8 @@ def results_section(rows: list[Result], command: str | None = None) -> list[str]
         "",
         f"Reproduce: `{command}`. Each tool runs as its own process(es), timed from the parent",
         "including interpreter/JVM start-up, into a fresh table of the database `bench_target` on the same",
-        "2-core machine as both sources. spark: one `spark-submit` (local[*]) of a JDBC read split on `id` +",
+        "2-core machine as both sources. connect: `connect run src sink` (the source task, then the sink",
+        "task — upsert on `id` — in one spark-submit, local[*]); spark: one `spark-submit` of a JDBC read split on `id` +",
         "JDBC write; dlt: `sql_table`, connectorx backend, merge on `id`, parquet loaded through ADBC; copy:",
         "`psql \\copy … TO STDOUT | psql \\copy … FROM STDIN` (from MariaDB: `mariadb --batch --raw --quick`).",
         "Incremental: after 1% of the rows got a new `updated_at` and `label`; copy and plain Spark have no",

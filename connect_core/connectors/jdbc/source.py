@@ -218,9 +218,18 @@ class _Window:
         """Predicates splitting the window on the incrementing column (bounds from one query)."""
         if not self.inc or self.cfg.snapshot_partitions < 2:
             return None
-        sql = f"SELECT MIN({self.inc}) AS lo, MAX({self.inc}) AS hi FROM {self.source.relation} WHERE {where}"
-        (row,) = self.jdbc.rows(sql, f"sizing {self.source.topic}")
-        lo, hi = row["lo"], row["hi"]
+        # The first and last id by walking the key's index from either end (MIN/MAX under a filter on
+        # another column scans the whole table in MariaDB).
+        ends = [
+            self.jdbc.rows(
+                f"SELECT {self.inc} AS v FROM {self.source.relation} WHERE {where} "
+                f"ORDER BY {self.inc}{order}{self.jdbc.limit(1)}",
+                f"sizing {self.source.topic}",
+            )
+            for order in ("", " DESC")
+        ]
+        lo: Any = ends[0][0]["v"] if ends[0] else None
+        hi: Any = ends[1][0]["v"] if ends[1] else None
         if lo is None or not _integral(lo) or not _integral(hi) or int(hi) - int(lo) < SPLIT_MIN_IDS:
             return None
         lo, hi = int(lo), int(hi)
