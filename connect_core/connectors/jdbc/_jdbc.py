@@ -8,7 +8,8 @@ through psycopg2 in the driver instead of Spark jobs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from connect_core.sdk import ArrowRecords
 from connect_core.sdk.errors import ConfigError, ConnectError, FatalError, RetriableError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
@@ -157,7 +159,7 @@ class Jdbc:
 
         from connect_core.connectors.jdbc import _mariadb, _pgcopy
 
-        produce: Any
+        reader: Callable[[pa.Schema], Any]
         if self.pg_dsn is not None:
             schema = self.schema(sql)
             if schema is None:
@@ -166,22 +168,19 @@ class Jdbc:
                 f"COPY (SELECT * FROM ({sql}) connect_q WHERE {p}) TO STDOUT WITH (FORMAT csv)"
                 for p in predicates or ["TRUE"]
             ]
+            reader = functools.partial(_pgcopy.copy_reader, self.pg_dsn, self.dialect.host)
         elif self.mysql_url is not None and all(c.sql_type in _mariadb.READABLE for c in columns):
-            schema = self.read(f"SELECT * FROM ({sql}) connect_q WHERE 1=0").schema
-            select = _mariadb.select_list(schema, self.dialect.quote)
-            if select is None:
+            schema = self.schema(sql)  # as Spark's JDBC reader types it
+            select = _mariadb.select_list(schema, self.dialect.quote) if schema is not None else None
+            if schema is None or select is None:
                 return None
             statements = [f"SELECT {select} FROM ({sql}) connect_q WHERE {p}" for p in predicates or ["1=1"]]
+            reader = functools.partial(_mariadb.reader, self.mysql_url, self.dialect.host)
         else:
             return None
         metadata = {c.name: c.metadata() for c in columns}
         schema = StructType([StructField(f.name, f.dataType, True, metadata.get(f.name) or {}) for f in schema.fields])
-        arrow = _pgcopy.arrow_schema(schema)
-        if self.pg_dsn is not None:
-            produce = _pgcopy.copy_reader(self.pg_dsn, self.dialect.host, arrow)
-        else:
-            assert self.mysql_url is not None
-            produce = _mariadb.reader(self.mysql_url, self.dialect.host, arrow)
+        produce = reader(_pgcopy.arrow_schema(schema))
         inputs = self.spark.createDataFrame(
             self.spark.sparkContext.parallelize([(s,) for s in statements], len(statements)), "statement string"
         )
