@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", type=int, required=True, action="append", help="one per --connector")
     parser.add_argument("--pool", default=None, help="the Spark pool this run was placed on")
     args = parser.parse_args(argv)
+    if len(args.connector) != len(args.task):
+        parser.error("give one --task per --connector")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from connect_core.runtime.context import Runtime
     from connect_core.runtime.runner import TaskRunner
+    from connect_core.runtime.submit import exit_code
 
     runtime = Runtime.open(upgrade=False)
     runner = TaskRunner(
@@ -47,8 +50,6 @@ def main(argv: list[str] | None = None) -> int:
         lease_seconds=runtime.settings.lease_seconds,
         pool=args.pool,
     )
-    if len(args.connector) != len(args.task):
-        parser.error("give one --task per --connector")
     results = []
     try:
         for connector, task_id in zip(args.connector, args.task, strict=True):
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     for result in results:
         result.timings["python_s"] = round(time.monotonic() - _STARTED, 3)
         print("CONNECT_RESULT " + json.dumps(result.to_dict()), flush=True)
-    codes = [{"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(r.state, 1) for r in results]
+    codes = [exit_code(r.state) for r in results]
     return 1 if 1 in codes else max(codes)
 
 

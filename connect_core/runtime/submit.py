@@ -22,6 +22,7 @@ __all__ = [
     "RESULT_PREFIX",
     "RUNNER_MAIN",
     "SubmitResult",
+    "exit_code",
     "merge_spark_conf",
     "runner_args",
     "runner_env",
@@ -35,6 +36,11 @@ log = logging.getLogger(__name__)
 
 RESULT_PREFIX = "CONNECT_RESULT "
 RUNNER_MAIN = Path(__file__).with_name("_runner_main.py")
+
+
+def exit_code(state: str) -> int:
+    """The runner's exit code for a run's state: 0 succeeded or skipped, 3 fenced, 1 anything else."""
+    return {"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(state, 1)
 
 
 @dataclass(frozen=True)
@@ -193,10 +199,7 @@ def submit_tasks(
     found = []
     for i, (name, task) in enumerate(tasks):
         result = results[i] if i < len(results) else {}
-        if not result:
-            code = proc.returncode or 1
-        else:
-            code = {"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(str(result.get("state")), 1)
+        code = exit_code(str(result.get("state"))) if result else (proc.returncode or 1)
         if len(tasks) == 1:
             task_wall = wall
         elif i == 0:

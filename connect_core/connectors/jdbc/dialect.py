@@ -64,13 +64,17 @@ class Dialect:
             return [j.strip() for j in configured.split(",") if j.strip()]
         return [j for j in self.default_jars if Path(j).exists()] or list(self.default_jars[:1])
 
+    def _server(self, user: str | None, password: str | None) -> tuple[Any, str | None, str | None]:
+        """The URL's parts, and the login: the config's user/password, else the URL's `?user=&password=`."""
+        parts = urlsplit("//" + self.url.split("://", 1)[1])
+        query = dict(parse_qsl(parts.query))
+        return parts, user or query.get("user"), password or query.get("password")
+
     def libpq_dsn(self, user: str | None, password: str | None) -> dict[str, str]:
         """psycopg2 connection arguments of a PostgreSQL JDBC URL."""
-        parts = urlsplit("//" + self.url.split("://", 1)[1])
+        parts, user, password = self._server(user, password)
         args = {"host": parts.hostname or "127.0.0.1", "port": str(parts.port or 5432)}
         args["dbname"] = parts.path.strip("/") or "postgres"
-        query = dict(parse_qsl(parts.query))
-        user, password = user or query.get("user"), password or query.get("password")
         if user:
             args["user"] = user
         if password:
@@ -79,13 +83,14 @@ class Dialect:
 
     def mysql_args(self, user: str | None, password: str | None) -> dict[str, Any]:
         """PyMySQL connection arguments of a MariaDB/MySQL JDBC URL."""
-        parts = urlsplit("//" + self.url.split("://", 1)[1])
-        query = dict(parse_qsl(parts.query))
-        args: dict[str, Any] = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 3306}
-        args["database"] = parts.path.strip("/") or None
-        args["user"] = user or query.get("user")
-        args["password"] = password or query.get("password") or ""
-        return args
+        parts, user, password = self._server(user, password)
+        return {
+            "host": parts.hostname or "127.0.0.1",
+            "port": parts.port or 3306,
+            "database": parts.path.strip("/") or None,
+            "user": user,
+            "password": password or "",
+        }
 
     def mysql_url(self, user: str | None, password: str | None) -> str:
         """The same as a `mysql://user:password@host:port/db` URL (connectorx's)."""
