@@ -68,7 +68,8 @@ class ConnectTaskOperator(SparkSubmitOperator):
             # Run where the current assignment says; the runner re-checks it under the task's row lock.
             self._placement = place(runtime.engine, runtime.settings, self.connector, self.connect_task_id)
             self.conf = spark_conf(
-                merge_spark_conf(self._placement.conf, runtime.spark_conf_for(self.connector), self.conf or {})
+                merge_spark_conf(self._placement.conf, runtime.spark_conf_for(self.connector), self.conf or {}),
+                runtime.settings,
             )
             self.application_args = runner_args(self.connector, self.connect_task_id, self._placement.pool)
             self.log.info(

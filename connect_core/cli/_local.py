@@ -127,6 +127,25 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
+@app.command("spark-archive")
+def spark_archive(
+    force: Annotated[bool, typer.Option(help="Rebuild it even if it exists")] = False,
+) -> None:
+    """Build the Spark driver JVM's class-data archive: every spark-submit of a task starts faster.
+
+    Once per JVM and Spark install (`scripts/bootstrap.sh` and the Docker image do it); runs a
+    short training spark-submit on local Spark."""
+    from connect_core.runtime.jvm_archive import build_archive
+    from connect_core.runtime.settings import Settings
+
+    path, seconds = build_archive(Settings(), force=force)
+    if seconds is None:
+        out.print(f"JVM class-data archive already built: {path}", highlight=False)
+    else:
+        size = path.stat().st_size / 1e6
+        out.print(f"JVM class-data archive built in {seconds:.1f} s: {path} ({size:.0f} MB)", highlight=False)
+
+
 @db_app.command("upgrade")
 def db_upgrade(revision: str = "head") -> None:
     """Apply migrations up to REVISION (idempotent)."""

@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     spark_submit: str | None = Field(
         default=None, description="Path of spark-submit; default: the one installed with pyspark."
     )
+    jvm_archive_dir: Path = Field(
+        default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "connect-core",
+        description="Where `connect spark-archive` keeps the Spark driver JVM's class-data archive.",
+    )
     lease_seconds: float = Field(
         default=60.0, gt=0, description="A task run's lease; a run silent this long can be taken over."
     )

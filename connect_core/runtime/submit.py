@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connect_core.runtime.jvm_archive import driver_java_options
 from connect_core.runtime.settings import Settings
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ __all__ = [
     "runner_env",
     "spark_conf",
     "spark_submit_command",
+    "spark_submit_path",
     "submit_task",
     "submit_tasks",
 ]
@@ -57,7 +59,7 @@ class SubmitResult:
         return str(self.result.get("state") or ("KILLED" if self.exit_code < 0 or self.exit_code == 137 else "FAILED"))
 
 
-def _spark_submit(settings: Settings) -> str:
+def spark_submit_path(settings: Settings) -> str:
     if settings.spark_submit:
         return settings.spark_submit
     import pyspark
@@ -65,9 +67,11 @@ def _spark_submit(settings: Settings) -> str:
     return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
 
 
-def spark_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Spark settings of every runner: no UI, UTC, and a driver bound to loopback unless overridden."""
-    return {
+def spark_conf(conf: Mapping[str, str] | None = None, settings: Settings | None = None) -> dict[str, str]:
+    """Spark settings of every runner: no UI, UTC, and a driver bound to loopback unless overridden;
+    with `settings`, the driver JVM also starts from the class-data archive if there is one
+    (`jvm_archive`), before any `spark.driver.extraJavaOptions` of `conf`."""
+    merged = {
         "spark.ui.enabled": "false",
         "spark.log.level": "WARN",
         "spark.sql.session.timeZone": "UTC",
@@ -75,6 +79,11 @@ def spark_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
         "spark.driver.bindAddress": "127.0.0.1",
         **(conf or {}),
     }
+    archive = driver_java_options(settings) if settings is not None else None
+    if archive:
+        key = "spark.driver.extraJavaOptions"
+        merged[key] = f"{archive} {merged[key]}" if merged.get(key) else archive
+    return merged
 
 
 def merge_spark_conf(*confs: Mapping[str, str]) -> dict[str, str]:
@@ -107,7 +116,7 @@ def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         # spark-submit is found on the child's PATH: put pyspark's own first.
-        "PATH": f"{Path(_spark_submit(settings)).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": f"{Path(spark_submit_path(settings)).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
 
 
@@ -123,9 +132,9 @@ def spark_submit_command(
 ) -> list[str]:
     """The spark-submit of one run of task `connector`-`task_id` — and of the tasks in `more` after
     it, one after another in the same Spark application (as a Kafka Connect worker hosts many tasks)."""
-    cmd = [_spark_submit(settings), "--master", master]
+    cmd = [spark_submit_path(settings), "--master", master]
     cmd += ["--name", f"connect:{connector}:task-{task_id}" + (f"+{len(more)}" if more else "")]
-    for key, value in spark_conf(conf).items():
+    for key, value in spark_conf(conf, settings).items():
         cmd += ["--conf", f"{key}={value}"]
     args = runner_args(connector, task_id, pool)
     for other, other_task in more:

@@ -17,10 +17,11 @@ from typing import Any
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from connect_core.runtime.topics import Segment
 from connect_core.sdk.errors import FatalError
-from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords
+from connect_core.sdk.records import DRIVER_MAX_ROWS, OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords
 
 __all__ = ["RESERVED_COLUMNS", "arrow_topics", "delete_path", "read_segments", "read_topics", "write_segment"]
 
@@ -44,7 +45,7 @@ def write_segment(spark: SparkSession, records: DataFrame | ArrowRecords, path: 
     local = _local_dir(path)
     if isinstance(records, ArrowRecords):
         if local is not None:
-            records.inputs.mapInArrow(_arrow_writer(records, local, run_id), "rows long").collect()
+            records.collect_mapped(_arrow_writer(records.schema, local, run_id), "rows long")
             return _row_count(spark, path)
         records = records.to_dataframe()
     df = records
@@ -68,21 +69,18 @@ def _local_dir(path: str) -> str | None:
 ROW_GROUP_BYTES = 128 << 20
 
 
-def _arrow_writer(records: ArrowRecords, directory: str, run_id: int) -> Any:
-    """The function each Spark partition runs: `records.produce` → one Parquet file with `__seq`
-    (as `monotonically_increasing_id` numbers it) and `__run`, written under a hidden name and
-    renamed into place, so a retried task replaces its file instead of adding a second one.
-    No dictionary encoding: the rows of a database table are mostly distinct, and measured on
-    them it cost twice the CPU for a file no smaller."""
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    produce = records.produce
+def _arrow_writer(schema: StructType, directory: str, run_id: int) -> Any:
+    """The function each Spark partition (or the driver) runs over its produced batches: one
+    Parquet file with `__seq` (as `monotonically_increasing_id` numbers it) and `__run`, written
+    under a hidden name and renamed into place, so a retried task replaces its file instead of
+    adding a second one. No dictionary encoding: the rows of a database table are mostly
+    distinct, and measured on them it cost twice the CPU for a file no smaller."""
     spark_schema = StructType(
-        [*records.schema.fields, StructField(SEQ_COLUMN, LongType()), StructField(RUN_COLUMN, LongType())]
+        [*schema.fields, StructField(SEQ_COLUMN, LongType()), StructField(RUN_COLUMN, LongType())]
     )
     footer = {SPARK_SCHEMA_KEY: spark_schema.json().encode()}
 
-    def write(inputs: Any) -> Any:
+    def write(batches: Any) -> Any:
         import os
         import uuid
 
@@ -110,7 +108,7 @@ def _arrow_writer(records: ArrowRecords, directory: str, run_id: int) -> Any:
             group.clear()
 
         try:
-            for batch in produce(inputs):
+            for batch in batches:
                 if not batch.num_rows:
                     continue
                 seq = pa.array(np.arange(rows, rows + batch.num_rows, dtype=np.int64) + (pid << _PID_SHIFT))
@@ -223,12 +221,22 @@ def arrow_topics(
             continue
         # one file per Spark partition, or several when there are many (small) files
         slots = min(len(files), max(2, 2 * spark.sparkContext.defaultParallelism))
-        inputs = spark.createDataFrame(
-            spark.sparkContext.parallelize(files, slots), "file string, shift long, partition int"
-        )
         schema = frame.schema
-        found[topic] = ArrowRecords(inputs, _file_reader(topic, to_arrow_schema(schema, timezone="UTC")), schema)
+        found[topic] = ArrowRecords(
+            spark,
+            files,
+            _FILE_UNITS,
+            _file_reader(topic, to_arrow_schema(schema, timezone="UTC")),
+            schema,
+            partitions=slots,
+            in_driver=sum(s.row_count for s in mine) <= DRIVER_MAX_ROWS,
+        )
     return found
+
+
+_FILE_UNITS = StructType(
+    [StructField("file", StringType()), StructField("shift", LongType()), StructField("partition", IntegerType())]
+)
 
 
 def _file_reader(topic: str, schema: Any) -> Any:
@@ -270,8 +278,6 @@ def _footer_schema(segments: Sequence[Segment]) -> Any:
     """The segments' merged Spark schema from the schema Spark (or the Arrow writer) keeps in every
     file's footer, without the Spark job `mergeSchema` runs; None if a segment is not local, a
     file lacks it, or two files disagree on a column's type (Spark's merge then decides)."""
-    from pyspark.sql.types import StructType
-
     fields: dict[str, Any] = {}
     for seg in segments:
         local = _local_dir(seg.path)

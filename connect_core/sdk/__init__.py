@@ -19,6 +19,7 @@ from connect_core.sdk.errors import (
     RetriableError,
 )
 from connect_core.sdk.records import (
+    DRIVER_MAX_ROWS,
     ArrowRecords,
     CommittedOffset,
     Positions,
@@ -30,6 +31,7 @@ from connect_core.sdk.records import (
 )
 
 __all__ = [
+    "DRIVER_MAX_ROWS",
     "ArrowRecords",
     "CommittedOffset",
     "ConfigError",

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the SDK must import without Spark (e.g. in the Airflow scheduler)
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 __all__ = [
+    "DRIVER_MAX_ROWS",
     "ArrowRecords",
     "CommittedOffset",
     "Positions",
@@ -71,24 +72,62 @@ class Positions(Mapping[str, SourcePosition]):
         return len(self._by_key)
 
 
+#: Work of at most this many rows is done in the Spark driver (`ArrowRecords.in_driver`): a Spark
+#: job costs seconds of fixed start-up (the first one of an application starts the JVM's code paths
+#: and the Python workers), about what one core spends on 250k table rows.
+DRIVER_MAX_ROWS = 250_000
+
+
 @dataclass(frozen=True)
 class ArrowRecords:
-    """Rows a source produces as Arrow batches in Spark's Python workers.
+    """Rows made as Arrow batches from units of work: in Spark's Python workers, or in the driver.
 
-    Each partition of `inputs` is one unit of work (say, a slice of a table);
-    `produce` turns that partition's input batches into record batches of
-    `schema` (a `mapInArrow` function). The runtime writes them to the topic
-    from the workers themselves (pyarrow Parquet), sparing the JVM the
-    Arrow → row → Parquet round trip; `to_dataframe()` is the same rows as a
+    `units` are rows of `unit_schema` (say, one SQL statement per slice of a table). Spark runs
+    `produce` (a `mapInArrow` function: input batches → record batches of `schema`) once per
+    partition of `inputs`: `partitions` of them, by default one per unit. With `in_driver` the
+    producer says the work is small (at most `DRIVER_MAX_ROWS` rows): the runtime runs `produce`
+    over all the units in the driver itself, sparing a Spark job and its Python workers' start-up
+    for a few rows.
+
+    The runtime writes the batches to the topic straight from Arrow (pyarrow Parquet), sparing
+    the JVM the Arrow → row → Parquet round trip; `to_dataframe()` is the same rows as a
     DataFrame, used where pyarrow cannot write the topic's file system.
     """
 
-    inputs: DataFrame
+    spark: SparkSession
+    units: Sequence[tuple[Any, ...]]
+    unit_schema: StructType
     produce: Callable[[Iterator[Any]], Iterator[Any]]
     schema: StructType
+    partitions: int | None = None
+    in_driver: bool = False
+
+    @property
+    def inputs(self) -> DataFrame:
+        """The units as a DataFrame, `partitions` Spark partitions."""
+        slices = self.partitions or max(1, len(self.units))
+        return self.spark.createDataFrame(
+            self.spark.sparkContext.parallelize(list(self.units), slices), self.unit_schema
+        )
 
     def to_dataframe(self) -> DataFrame:
         return self.inputs.mapInArrow(self.produce, self.schema)
+
+    def collect_mapped(self, func: Callable[[Iterator[Any]], Iterator[Any]], schema: str) -> list[dict[str, Any]]:
+        """`func` over the produced batches of each partition, its (few) output rows of `schema`:
+        in the workers, or over all units at once in the driver when `in_driver`."""
+        produce = self.produce  # the closure sent to the workers must not hold the SparkSession
+        if not self.in_driver:
+            rows = self.inputs.mapInArrow(lambda batches: func(produce(batches)), schema).collect()
+            return [r.asDict() for r in rows]
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        names = self.unit_schema.fieldNames()
+        units = pa.RecordBatch.from_pylist(
+            [dict(zip(names, u, strict=True)) for u in self.units], schema=to_arrow_schema(self.unit_schema)
+        )
+        return [row for out in func(produce(iter([units]))) for row in out.to_pylist()]
 
 
 @dataclass(frozen=True)

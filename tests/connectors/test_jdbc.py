@@ -205,20 +205,36 @@ MARIADB_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("reader", ["connectorx", "Spark's JDBC reader"])
+def _work_in(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small windows and batches are read and written in the driver; `workers` sends even these
+    few rows through Spark's Python workers, as a big table goes."""
+    if where == "workers":
+        monkeypatch.setattr("connect_core.connectors.jdbc.source.DRIVER_MAX_ROWS", 0)
+        monkeypatch.setattr("connect_core.runtime.topic_io.DRIVER_MAX_ROWS", 0)
+
+
+@pytest.mark.parametrize(
+    ("reader", "where"),
+    [("connectorx", "driver"), ("connectorx", "workers"), ("Spark's JDBC reader", "workers")],
+    ids=["connectorx-driver", "connectorx-workers", "jdbc"],
+)
 def test_mariadb_types_arrive_in_postgres_value_for_value(
     reader: str,
+    where: str,
     runtime: Runtime,
     runner: TaskRunner,
     mariadb: Database,  # noqa: F811
     target: Database,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Value for value, read by connectorx (Arrow) and by Spark's JDBC reader (an ENUM column,
-    a type the Arrow path does not read, sends the table there)."""
+    """Value for value, read by connectorx (Arrow: in the driver, and in Spark's workers as a big
+    window is) and by Spark's JDBC reader (an ENUM column, a type the Arrow path does not read,
+    sends the table there)."""
     from datetime import date, datetime, time
     from decimal import Decimal
 
+    _work_in(where, monkeypatch)
     mariadb.execute("SET time_zone = '+00:00'", MARIADB_TYPES, "INSERT INTO types VALUES " + ", ".join(MARIADB_ROWS))
     if reader != "connectorx":
         mariadb.execute("ALTER TABLE types ADD COLUMN e ENUM('x', 'y')")
@@ -232,6 +248,8 @@ def test_mariadb_types_arrive_in_postgres_value_for_value(
     _sink(runtime, target, "types")
     _sync(runner, "src", "sink")
     assert f"types: reading the window through {reader}" in caplog.text
+    if reader == "connectorx":
+        assert f"through connectorx {'in the driver' if where == 'driver' else 'in 1 Spark partition'}" in caplog.text
     got = [_plain(r)[:19] for r in target.rows("SELECT * FROM types ORDER BY id")]
     assert got[0] == (
         1,
@@ -276,17 +294,25 @@ def test_mariadb_types_arrive_in_postgres_value_for_value(
     assert types["b"] == "boolean" and types["bin"] == "bytea" and types["ubi"] == "numeric"
 
 
-@pytest.mark.parametrize("copy_format", ["binary", "csv"])
+@pytest.mark.parametrize(
+    ("copy_format", "where"),
+    [("binary", "driver"), ("binary", "workers"), ("csv", "driver")],
+    ids=["binary-driver", "binary-workers", "csv"],
+)
 def test_postgres_types_round_trip_exactly(
     copy_format: str,
+    where: str,
     runtime: Runtime,
     runner: TaskRunner,
     postgres: Database,  # noqa: F811
     target: Database,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Value for value, through the sink's binary COPY (types it encodes itself) and its CSV COPY
-    (a `time` and a `uuid` column send the table down the path where PostgreSQL parses text)."""
+    """Value for value, through the sink's binary COPY (types it encodes itself; from the driver,
+    and from Spark's workers as a big batch goes) and its CSV COPY (a `time` and a `uuid` column
+    send the table down the path where PostgreSQL parses text)."""
+    _work_in(where, monkeypatch)
     text_only = copy_format == "csv"
     columns = [
         "id int PRIMARY KEY", "si smallint", "i integer", "bi bigint", "n numeric(38,10)", "r real",
@@ -324,7 +350,10 @@ def test_postgres_types_round_trip_exactly(
     source = postgres.rows("SELECT * FROM types ORDER BY id")
     copied = target.rows("SELECT * FROM types ORDER BY id")
     assert [_plain(r) for r in copied] == [_plain(r) for r in source]
-    assert f"COPYed ({copy_format})" in caplog.text
+    # the CSV COPY goes through Spark's own rows, always in the workers
+    source_side = "the driver" if where == "driver" and not text_only else "Spark's workers"
+    assert f"COPYed ({copy_format}) into the empty table from {source_side}" in caplog.text
+    assert f"through COPY {'in the driver' if where == 'driver' else 'in 1 Spark partition'}" in caplog.text
     query = "SELECT column_name, data_type FROM information_schema.columns WHERE table_name='types' ORDER BY 1"
     assert target.rows(query) == postgres.rows(query).__class__(
         [(c, "text" if t == "character varying" else t) for c, t in postgres.rows(query)]

@@ -7,18 +7,24 @@ offsets whether it reads `batch.topic()` (Spark) or `batch.arrow()` (pyarrow in 
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from connect_core.runtime.topic_io import arrow_topics, read_topics, write_segment
 from connect_core.runtime.topics import Segment
 from connect_core.sdk import ArrowRecords
 
 
-def _records(spark: Any, slices: list[tuple[int, int]], *, extra: bool = False) -> ArrowRecords:
-    """Rows n in each [lo, hi) slice, one slice per Spark partition, made in the worker."""
+def _records(
+    spark: Any, slices: list[tuple[int, int]], *, extra: bool = False, in_driver: bool = False
+) -> ArrowRecords:
+    """Rows n in each [lo, hi) slice, one slice per Spark partition, made in the worker (or all in
+    the driver)."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType
 
     fields = [
@@ -50,30 +56,32 @@ def _records(spark: Any, slices: list[tuple[int, int]], *, extra: bool = False) 
                         columns["added"] = pa.array([f"x{n}" for n in ns])
                     yield pa.RecordBatch.from_pydict(columns)
 
-    inputs = spark.createDataFrame(spark.sparkContext.parallelize(slices, len(slices)), "lo long, hi long")
-    return ArrowRecords(inputs, produce, schema)
+    units = StructType([StructField("lo", LongType()), StructField("hi", LongType())])
+    return ArrowRecords(spark, slices, units, produce, schema, in_driver=in_driver)
 
 
-def _arrow_rows(spark: Any, records: ArrowRecords) -> list[dict[str, Any]]:
-    """What `records.produce` yields in the workers, as Python rows in the driver."""
-    produce = records.produce  # (the closure must not hold the DataFrame)
+def _arrow_rows(records: ArrowRecords) -> list[dict[str, Any]]:
+    """What `records.produce` yields (in the workers, or in the driver), as Python rows."""
 
     def collect(batches: Iterator[Any]) -> Iterator[Any]:
         import pickle
 
         import pyarrow as pa
 
-        for batch in produce(batches):
+        for batch in batches:
             yield pa.RecordBatch.from_pydict({"rows": [pickle.dumps(batch.to_pylist())]})
 
-    found = records.inputs.mapInArrow(collect, "rows binary").collect()
-    return [row for r in found for row in pickle.loads(r["rows"])]
+    return [row for r in records.collect_mapped(collect, "rows binary") for row in pickle.loads(r["rows"])]
 
 
-def test_arrow_segments_read_back_with_exact_offsets_both_ways(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_driver", [False, True], ids=["workers", "driver"])
+def test_arrow_segments_read_back_with_exact_offsets_both_ways(spark: Any, tmp_path: Path, in_driver: bool) -> None:
     first = tmp_path / "t" / "partition=0" / "run=1"
     second = tmp_path / "t" / "partition=0" / "run=2"
-    assert write_segment(spark, _records(spark, [(0, 20), (20, 23), (23, 40)]), str(first), 1) == 40
+    records = _records(spark, [(0, 20), (20, 23), (23, 40)], in_driver=in_driver)
+    assert write_segment(spark, records, str(first), 1) == 40
+    # the workers write one file per slice; the driver one file for all
+    assert len(list(first.glob("*.parquet"))) == (1 if in_driver else 3)
     # a later run whose rows gained a column; Spark wrote this one (a DataFrame)
     later = _records(spark, [(40, 50)], extra=True).to_dataframe()
     assert write_segment(spark, later, str(second), 2) == 10
@@ -88,8 +96,10 @@ def test_arrow_segments_read_back_with_exact_offsets_both_ways(spark: Any, tmp_p
 
     arrow = arrow_topics(spark, segments, {"t": frame})["t"]
     assert arrow.schema == frame.schema
-    by_arrow = {r["__offset"]: r for r in _arrow_rows(spark, arrow)}
-    assert by_arrow == by_spark
+    assert arrow.in_driver  # 50 rows: the sink reads them in the driver
+    by_arrow = {r["__offset"]: r for r in _arrow_rows(arrow)}
+    by_workers = {r["__offset"]: r for r in _arrow_rows(dataclasses.replace(arrow, in_driver=False))}
+    assert by_arrow == by_spark == by_workers
     assert by_arrow[3]["added"] is None and by_arrow[45]["added"] == "x45"
     assert by_arrow[5]["label"] is None and by_arrow[6]["label"] == "é6"
 

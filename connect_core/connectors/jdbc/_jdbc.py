@@ -151,11 +151,14 @@ class Jdbc:
             return reader.jdbc(self.dialect.spark_url, table, predicates=predicates, properties=self.props)
         return reader.jdbc(self.dialect.spark_url, table, properties=self.props)
 
-    def arrow_read(self, sql: str, predicates: list[str] | None, columns: list[Column]) -> ArrowRecords | None:
-        """The rows of a SELECT as Arrow made in the Spark workers, one slice per predicate and partition:
-        PostgreSQL by `COPY … TO STDOUT`, MariaDB/MySQL by connectorx. None when a column has a type only
-        the JDBC path reads (fields carry each column's `metadata`)."""
-        from pyspark.sql.types import StructField, StructType
+    def arrow_read(
+        self, sql: str, predicates: list[str] | None, columns: list[Column], *, in_driver: bool = False
+    ) -> ArrowRecords | None:
+        """The rows of a SELECT as Arrow made in the Spark workers, one slice per predicate and partition
+        (or in the driver, for a small result): PostgreSQL by `COPY … TO STDOUT`, MariaDB/MySQL by
+        connectorx. None when a column has a type only the JDBC path reads (fields carry each
+        column's `metadata`)."""
+        from pyspark.sql.types import StringType, StructField, StructType
 
         from connect_core.connectors.jdbc import _mariadb, _pgcopy
 
@@ -181,10 +184,8 @@ class Jdbc:
         metadata = {c.name: c.metadata() for c in columns}
         schema = StructType([StructField(f.name, f.dataType, True, metadata.get(f.name) or {}) for f in schema.fields])
         produce = reader(_pgcopy.arrow_schema(schema))
-        inputs = self.spark.createDataFrame(
-            self.spark.sparkContext.parallelize([(s,) for s in statements], len(statements)), "statement string"
-        )
-        return ArrowRecords(inputs, produce, schema)
+        units = StructType([StructField("statement", StringType())])
+        return ArrowRecords(self.spark, [(s,) for s in statements], units, produce, schema, in_driver=in_driver)
 
     def schema(self, sql: str) -> StructType | None:
         """The Spark schema of a SELECT's result (PostgreSQL: from psycopg2, no Spark job; None when a

@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from connect_core.connectors.jdbc import _pgcopy
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
@@ -144,7 +144,7 @@ class JdbcSinkTask(SinkTask):
             return bool(cur.fetchone()[0])
 
     def _copy_direct(
-        self, topic: str, table: Any, staged: DataFrame, columns: list[str], plan: dict[str, str] | None
+        self, topic: str, table: Any, staged: DataFrame | _ArrowStaged, columns: list[str], plan: dict[str, str] | None
     ) -> int | None:
         """An upsert into an empty table: every Spark partition COPYs straight into it, in its own
         transaction; then one transaction records the offsets. Nothing to merge with, so no staging.
@@ -157,16 +157,20 @@ class JdbcSinkTask(SinkTask):
         writer = self._writer(table, columns, plan)
         started = time.monotonic()
         try:
-            reached = staged.mapInArrow(_copier(writer, len(columns)), _COPIED).collect()
+            reached = _run_copy(staged, _copier(writer, len(columns)))
         except Exception as exc:
             self.log.warning("%s: COPY into the empty table failed (%s); merging the batch instead", topic, exc)
             return None
         copied = sum(r["n"] for r in reached)
         with self._connect() as conn, conn.cursor() as cur:
             self._record_offsets(cur, topic, reached)
-        how = "binary" if plan else "csv"
         self.log.info(
-            "%s: %d row(s) COPYed (%s) into the empty table in %.1f s", topic, copied, how, time.monotonic() - started
+            "%s: %d row(s) COPYed (%s) into the empty table %s in %.1f s",
+            topic,
+            copied,
+            "binary" if plan else "csv",
+            _where(staged),
+            time.monotonic() - started,
         )
         return copied
 
@@ -191,7 +195,7 @@ class JdbcSinkTask(SinkTask):
         self,
         topic: str,
         table: Any,
-        staged: DataFrame,
+        staged: DataFrame | _ArrowStaged,
         columns: list[str],
         keys: list[str],
         plan: dict[str, str] | None,
@@ -215,7 +219,7 @@ class JdbcSinkTask(SinkTask):
         stage_plan = None if plan is None else {**plan, _P: "integer", _O: "bigint"}
         writer = self._writer(self.stage, [*columns, _P, _O], stage_plan)
         started = time.monotonic()
-        reached = staged.mapInArrow(_copier(writer, len(columns) + 2), _COPIED).collect()
+        reached = _run_copy(staged, _copier(writer, len(columns) + 2))
         copied = sum(r["n"] for r in reached)
         copy_s = time.monotonic() - started
         with self._connect() as conn, conn.cursor() as cur:
@@ -223,12 +227,12 @@ class JdbcSinkTask(SinkTask):
             self._record_offsets(cur, topic, reached)
             cur.execute(sql.SQL("DROP TABLE {}").format(ident(self.stage)))
         self.log.info(
-            "%s: %d row(s) COPYed (%s) in %.1f s from %d partition(s), merged in %.1f s",
+            "%s: %d row(s) COPYed (%s) %s in %.1f s, merged in %.1f s",
             topic,
             copied,
             "binary" if plan else "csv",
+            _where(staged),
             copy_s,
-            len(reached),
             time.monotonic() - started - copy_s,
         )
         return copied
@@ -343,15 +347,26 @@ def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str
 _COPIED = "p int, o long, n long"
 
 
-class _ArrowStaged:
-    """The staged rows of the Arrow path, with the one DataFrame method the COPY needs."""
+class _ArrowStaged(NamedTuple):
+    """The staged rows of the Arrow path: the topic's records, and the `_stager` over them."""
 
-    def __init__(self, records: ArrowRecords, stage: Any) -> None:
-        self.records, self.stage = records, stage
+    records: ArrowRecords
+    stage: Any
 
-    def mapInArrow(self, func: Any, schema: str) -> DataFrame:
-        produce, stage = self.records.produce, self.stage
-        return self.records.inputs.mapInArrow(lambda batches: func(stage(produce(batches))), schema)
+
+def _where(staged: DataFrame | _ArrowStaged) -> str:
+    if isinstance(staged, _ArrowStaged) and staged.records.in_driver:
+        return "from the driver"
+    return "from Spark's workers"
+
+
+def _run_copy(staged: DataFrame | _ArrowStaged, copy: Any) -> list[dict[str, Any]]:
+    """`copy` (a `_copier`) over every partition of the staged rows, what each reports collected:
+    in the Spark workers, or in the driver when the topic's records are small (`in_driver`)."""
+    if isinstance(staged, _ArrowStaged):
+        stage = staged.stage
+        return staged.records.collect_mapped(lambda batches: copy(stage(batches)), _COPIED)
+    return [r.asDict() for r in staged.mapInArrow(copy, _COPIED).collect()]
 
 
 def _stager(columns: list[str], kafka: bool, applied: dict[int, int]) -> Any:

@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
 from connect_core.connectors.jdbc.config import JdbcSourceConfig
 from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
-from connect_core.sdk import ArrowRecords, Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
+from connect_core.sdk import (
+    DRIVER_MAX_ROWS,
+    ArrowRecords,
+    Positions,
+    SourceBatch,
+    SourceConnector,
+    SourcePosition,
+    SourceTask,
+)
 from connect_core.sdk.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -65,6 +73,7 @@ class JdbcSourceTask(SourceTask):
             how = "Spark's JDBC reader"
             if isinstance(df, ArrowRecords):
                 how = "COPY" if jdbc.pg_dsn else "connectorx"
+                how += " in the driver" if df.in_driver else f" in {len(df.units)} Spark partition(s)"
             self.log.info("%s: reading the window through %s", source.topic, how)
             records[source.topic] = df
             if offset is not None:
@@ -120,8 +129,9 @@ class _Window:
         base = " AND ".join(where) or "1=1"
         sql = f"SELECT {select} FROM {self.source.relation} WHERE {base}"
         with jdbc_errors(self.jdbc.dialect, f"reading {self.source.topic}"):
-            slices = self._slices(base)
-            arrow = self.jdbc.arrow_read(sql, slices, columns)
+            small = self._at_most(base, DRIVER_MAX_ROWS)
+            slices = None if small else self._slices(base)
+            arrow = self.jdbc.arrow_read(sql, slices, columns, in_driver=small)
             if arrow is not None:
                 return arrow, offset
             df = self.jdbc.read(sql, slices)
@@ -213,6 +223,16 @@ class _Window:
         if self.inc and "incrementing" in last:
             return [f"({self.ts} > {ts} OR ({self.ts} = {ts} AND {self.inc} > {_number(last['incrementing'])}))"]
         return [f"{self.ts} > {ts}"]
+
+    def _at_most(self, where: str, rows: int) -> bool:
+        """Whether the window holds at most `rows` rows: a count that stops after `rows` + 1 (an
+        incremental window is read by its index; cost bounded however big the window is)."""
+        (found,) = self.jdbc.rows(
+            f"SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM {self.source.relation} WHERE {where}"
+            f"{self.jdbc.limit(rows + 1)}) connect_n",
+            f"sizing {self.source.topic}",
+        )
+        return int(found["n"]) <= rows
 
     def _slices(self, where: str) -> list[str] | None:
         """Predicates splitting the window on the incrementing column (bounds from one query)."""
