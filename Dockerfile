@@ -61,9 +61,14 @@ RUN PYSPARK_DIR="$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.
  && ls /usr/share/java/postgresql.jar /usr/share/java/mariadb-java-client.jar
 
 ENV CONNECT_HOME=/home/connect/.connect \
+    CONNECT_JVM_ARCHIVE_DIR=/home/connect/.cache/connect-core \
     AIRFLOW_HOME=/home/connect/airflow \
     SPARK_WORKER_DIR=/home/connect/spark-work
 
 # Numeric, so that a runtime can tell it is not root (e.g. Kubernetes' runAsNonRoot).
 USER 50000:50000
+
+# The Spark driver JVM's class-data archive (connect_core/runtime/jvm_archive.py), made for this
+# image's JVM and Spark: every spark-submit of a task starts from it, seconds sooner.
+RUN SPARK_LOCAL_IP=127.0.0.1 connect spark-archive
 CMD ["connect", "--help"]

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.jvm_archive import driver_java_options
 from connect_core.runtime.runner import TaskRunner
 from connect_core.runtime.settings import Settings
 
@@ -82,6 +83,7 @@ def spark():  # type: ignore[no-untyped-def]
         .config("spark.log.level", "WARN")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.jars", ",".join(JDBC_JARS))  # the JDBC connectors' drivers (Debian packages)
+        .config("spark.driver.extraJavaOptions", driver_java_options(Settings()) or "")  # scripts/bootstrap.sh
         .getOrCreate()
     )
     yield session

@@ -140,10 +140,12 @@ def spark_archive(
 
     path, seconds = build_archive(Settings(), force=force)
     if seconds is None:
-        out.print(f"JVM class-data archive already built: {path}", highlight=False)
+        out.print(f"JVM class-data archive already built: {path}", highlight=False, soft_wrap=True)
     else:
         size = path.stat().st_size / 1e6
-        out.print(f"JVM class-data archive built in {seconds:.1f} s: {path} ({size:.0f} MB)", highlight=False)
+        out.print(
+            f"JVM class-data archive built in {seconds:.1f} s: {path} ({size:.0f} MB)", highlight=False, soft_wrap=True
+        )
 
 
 @db_app.command("upgrade")
