@@ -102,5 +102,9 @@ def sync(kind: str) -> float:
     """`connect run src sink`: one source run, then one sink run, in one spark-submit (both tasks
     are on the local pool, so they share a Spark application); wall seconds of the command."""
     started = time.perf_counter()
-    _cli(kind, "run", f"src_{kind}", f"sink_{kind}")
-    return time.perf_counter() - started
+    out = _cli(kind, "run", f"src_{kind}", f"sink_{kind}", "--output", "json")
+    wall = time.perf_counter() - started
+    for run in json.loads(out):
+        timings = " ".join(f"{k}={v}" for k, v in run.get("timings", {}).items())
+        print(f"    {run['connector']}: {run.get('rows')} rows, {timings}", flush=True)
+    return wall
