@@ -20,7 +20,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -60,7 +59,7 @@ def driver_java_options(settings: Settings) -> str | None:
 def build_archive(settings: Settings, *, force: bool = False, timeout: float = 600) -> tuple[Path, float | None]:
     """Make the archive by a training spark-submit; (path, seconds taken), None seconds when it was
     already there. Raises RuntimeError with the run's output when the training run fails."""
-    from connect_core.runtime.submit import spark_conf, spark_submit_path
+    from connect_core.runtime.submit import spark_conf, spark_env, spark_submit_path
 
     path = archive_path(settings)
     if path.is_file() and not force:
@@ -71,12 +70,7 @@ def build_archive(settings: Settings, *, force: bool = False, timeout: float = 6
     cmd = [spark_submit_path(settings), "--master", "local[2]", "--name", "connect:jvm-archive"]
     for key, value in conf.items():
         cmd += ["--conf", f"{key}={value}"]
-    env = {
-        **os.environ,
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-    }
+    env = {**os.environ, **spark_env(settings)}
     started = time.monotonic()
     try:
         proc = subprocess.run(

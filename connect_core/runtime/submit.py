@@ -28,6 +28,7 @@ __all__ = [
     "runner_args",
     "runner_env",
     "spark_conf",
+    "spark_env",
     "spark_submit_command",
     "spark_submit_path",
     "submit_task",
@@ -103,6 +104,17 @@ def runner_args(connector: str, task_id: int, pool: str | None = None) -> list[s
     return ["--connector", connector, "--task", str(task_id), *(["--pool", pool] if pool else [])]
 
 
+def spark_env(settings: Settings) -> dict[str, str]:
+    """What any spark-submit of ours needs: this Python in the driver and the workers, loopback,
+    and pyspark's own launchers first on PATH (spark-submit is found on the child's PATH)."""
+    return {
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        "PATH": f"{Path(spark_submit_path(settings)).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+
+
 def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
     """What the runner needs from its parent. The database URL goes by environment, never on
     the command line, so it does not show in `ps` or logs."""
@@ -112,11 +124,7 @@ def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
         "CONNECT_TOPICS_PATH": settings.topics_base,
         "CONNECT_PLUGIN_PATH": settings.plugin_path,
         "CONNECT_LEASE_SECONDS": str(settings.lease_seconds),
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-        # spark-submit is found on the child's PATH: put pyspark's own first.
-        "PATH": f"{Path(spark_submit_path(settings)).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        **spark_env(settings),
     }
 
 
