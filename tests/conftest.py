@@ -101,6 +101,7 @@ def make_runner(runtime: Runtime, spark, *, pool: str | None = None, spark_facto
         spark=spark_factory or (lambda: spark),
         lease_seconds=runtime.settings.lease_seconds,
         pool=pool,
+        providers=runtime.providers,
     )
 
 

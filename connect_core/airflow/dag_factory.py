@@ -32,7 +32,7 @@ from connect_core.runtime.airflow_client import DAG_PREFIX, airflow_pool_for, da
 from connect_core.runtime.db import database_url, make_engine
 from connect_core.runtime.models import AssignmentRow, ConnectorRow, TaskConfigRow
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.secrets import mask_config
+from connect_core.runtime.security import mask_config
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig
 from connect_core.sdk.errors import ConfigError

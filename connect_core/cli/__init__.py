@@ -6,10 +6,12 @@ import logging
 
 from connect_core.cli import _local, _manage, _pools  # noqa: F401  (they register their commands)
 from connect_core.cli._app import app
+from connect_core.runtime.security import install_log_masking
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    install_log_masking()
     app()

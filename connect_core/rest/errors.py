@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from connect_core.runtime.connectors_store import ConnectorExistsError
 from connect_core.runtime.runs import TaskBusyError
-from connect_core.runtime.secrets import mask_text
+from connect_core.runtime.security import mask_text
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
 
 __all__ = ["install_error_handlers", "status_of", "validation_message"]

@@ -28,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from connect_core.rest.deps import service
 from connect_core.rest.errors import status_of
 from connect_core.rest.service import ConnectService
-from connect_core.runtime.secrets import mask_config, mask_text
+from connect_core.runtime.security import mask_config, mask_text
 from connect_core.sdk.errors import ConfigError, ConnectError
 
 __all__ = ["prefixed_router", "router"]

@@ -20,7 +20,7 @@ from connect_core.runtime.connectors_store import TARGET_STATES, ConnectorInfo, 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.pools import PoolStore
 from connect_core.runtime.rebalancer import Rebalancer, sync_airflow_pools
-from connect_core.runtime.secrets import mask_config, mask_text
+from connect_core.runtime.security import mask_config, mask_text
 from connect_core.runtime.validation import config_infos
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
@@ -406,7 +406,7 @@ class ConnectService:
             if given is not None and self.rt.registry.resolve(given).cls is not self.rt.registry.resolve(plugin).cls:
                 raise ConfigError(f"`connector.class` ({given}) does not match the plugin in the URL (`{plugin}`)")
             config.setdefault("connector.class", plugin)
-        return config_infos(config, self.rt.registry)
+        return config_infos(config, self.rt.registry, self.rt.providers)
 
     def reload_plugins(self) -> list[str]:
         return sorted(self.rt.registry.reload())

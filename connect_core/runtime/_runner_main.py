@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args.connector) != len(args.task):
         parser.error("give one --task per --connector")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from connect_core.runtime.security import install_log_masking
+
+    install_log_masking()  # known secrets never reach the task log, whatever a connector logs
     for noisy in ("py4j", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -49,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         spark=lambda: SparkSession.builder.getOrCreate(),
         lease_seconds=runtime.settings.lease_seconds,
         pool=args.pool,
+        providers=runtime.providers,
     )
     results = []
     try:

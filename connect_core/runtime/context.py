@@ -12,12 +12,12 @@ from sqlalchemy.exc import OperationalError
 
 from connect_core.runtime import migrate
 from connect_core.runtime.airflow_client import AirflowClient
-from connect_core.runtime.config_providers import resolve
 from connect_core.runtime.connectors_store import ConnectorInfo, ConnectorStore
 from connect_core.runtime.db import database_url, make_engine, masked_url
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.pools import PoolStore
 from connect_core.runtime.runs import RunStore
+from connect_core.runtime.security import ConfigProviders
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.topics import TopicStore
 from connect_core.runtime.validation import validate_connector
@@ -38,6 +38,7 @@ class Runtime:
     runs: RunStore
     topics: TopicStore
     registry: PluginRegistry
+    providers: ConfigProviders
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, upgrade: bool = True) -> Runtime:
@@ -63,6 +64,7 @@ class Runtime:
             runs=RunStore(engine, connectors, topics, settings.worker_id),
             topics=topics,
             registry=PluginRegistry(settings.plugin_dirs()),
+            providers=ConfigProviders.from_settings(settings),
         )
 
     @property
@@ -102,7 +104,7 @@ class Runtime:
         if info.type != "sink":
             return
         plugin: Any = self.registry.resolve(info.connector_class).cls
-        plugin().alter_offsets(name, plugin.config_model.model_validate(resolve(info.config)), offsets)
+        plugin().alter_offsets(name, plugin.config_model.model_validate(self.providers.resolve(info.config)), offsets)
 
     def _place_new_work(self) -> None:
         """Rebalance on a config change, as Kafka and RocketMQ do (on recorded liveness: no probes here)."""
@@ -111,7 +113,7 @@ class Runtime:
 
     def _validated(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         _check_name(name, config)
-        validated = validate_connector(name, config, self.registry)
+        validated = validate_connector(name, config, self.registry, self.providers)
         return {
             "connector_class": validated.plugin.name,
             "type": validated.plugin.type,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from connect_core.runtime.config_providers import resolve
 from connect_core.runtime.context import Runtime
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SourceTask, TaskContext
@@ -28,7 +27,7 @@ def has_new_data(runtime: Runtime, connector: str, task_id: int) -> bool | None:
     plugin_cls: Any = runtime.registry.resolve(info.connector_class).cls
     if info.type == "source":
         context = TaskContext(connector, task_id, len(info.tasks), logging.getLogger(f"connect.{connector}.precheck"))
-        task: SourceTask = plugin_cls.task_class(resolve(info.tasks[task_id]), context)
+        task: SourceTask = plugin_cls.task_class(runtime.providers.resolve(info.tasks[task_id]), context)
         try:
             return task.has_new_data(runtime.connectors.positions(connector))
         finally:

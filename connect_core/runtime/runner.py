@@ -20,11 +20,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime import _faults
-from connect_core.runtime.config_providers import resolve as resolve_providers
 from connect_core.runtime.connectors_store import ConnectorStore
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
-from connect_core.runtime.secrets import mask_text
+from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.topic_io import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics import TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
@@ -89,6 +88,7 @@ class TaskRunner:
         spark: Callable[[], SparkSession],
         lease_seconds: float = 60.0,
         pool: str | None = None,
+        providers: ConfigProviders | None = None,
     ) -> None:
         self._connectors = connectors
         self._runs = runs
@@ -96,6 +96,7 @@ class TaskRunner:
         self._registry = registry
         self._spark_factory = spark
         self._lease_seconds = lease_seconds
+        self._providers = providers or ConfigProviders()
         self._pool = pool  # where this runner runs; acquire fences it when the task is assigned elsewhere
 
     def run(self, connector: str, task_id: int) -> RunResult:
@@ -226,7 +227,7 @@ class TaskRunner:
 
     def _new_task(self, lease: Lease) -> SourceTask | SinkTask:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
-        config = resolve_providers(lease.task_config)  # secrets exist only in this process
+        config = self._providers.resolve(lease.task_config)  # secrets exist only in this process
         task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease))
         return task
 

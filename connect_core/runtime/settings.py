@@ -66,6 +66,45 @@ class Settings(BaseSettings):
         default=None, description="Bearer token `connect serve` requires; unset: loopback clients only."
     )
     rest_url: str | None = Field(default=None, description="A REST API for the CLI to use instead of the database.")
+    # -- security (docs/security.md) --------------------------------------------------
+    config_providers: str = Field(
+        default="",
+        description="Kafka's `config.providers`: comma-separated providers that may fill `${provider:…}` "
+        "placeholders (`env`, `file`). Empty: none; a config with a placeholder is rejected.",
+    )
+    config_providers_file_allowed_paths: str = Field(
+        default="",
+        description="Kafka's `config.providers.file.param.allowed.paths` (KIP-993): comma-separated "
+        "directories the `file` provider may read under. Empty: the data directory's `secrets/`.",
+    )
+    config_providers_env_allowlist_pattern: str = Field(
+        default=r"^(?!CONNECT_).*",
+        description="Kafka's `allowlist.pattern` of the `env` provider: variables it may read (never the "
+        "runtime's own `CONNECT_*` by default).",
+    )
+    file_allowed_paths: str = Field(
+        default="",
+        description="`file.allowed.paths`: comma-separated directories file connectors may read and write "
+        "under (symlinks and `..` resolved). Empty: the working directory of the process that starts.",
+    )
+    rest_max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest REST request body (413).")
+    rest_max_value_bytes: int = Field(
+        default=128 * 1024, ge=64, description="Largest single string value in a REST body (400)."
+    )
+    rest_max_depth: int = Field(default=32, ge=2, description="Deepest JSON nesting accepted in a REST body (400).")
+    rest_allowed_hosts: str = Field(
+        default="",
+        description="Host header names the REST server answers to, comma-separated; empty: the bound "
+        "address, `localhost`, loopback addresses (and this machine's name when bound to all addresses).",
+    )
+    rest_allowed_origins: str = Field(
+        default="",
+        description="Browser origins allowed to change state through the REST API (CORS-style), comma-separated.",
+    )
+    db_connect_timeout: float = Field(default=5.0, gt=0, description="Seconds to wait for a metadata connection.")
+    db_statement_timeout: float = Field(
+        default=30.0, gt=0, description="Longest a metadata statement may run, in seconds (0 disables)."
+    )
     worker_id: str = Field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
 
     @property
@@ -80,5 +119,20 @@ class Settings(BaseSettings):
     def topics_base(self) -> str:
         return self.topics_path or str(self.home / "topics")
 
+    def allowed_file_dirs(self) -> list[Path]:
+        """Where file connectors may read and write, resolved (`file.allowed.paths`)."""
+        return _dirs(self.file_allowed_paths) or [Path.cwd().resolve()]
+
+    def provider_file_dirs(self) -> list[Path]:
+        """Where the `file` config provider may read, resolved (`allowed.paths`)."""
+        return _dirs(self.config_providers_file_allowed_paths) or [(self.home / "secrets").resolve()]
+
+    def enabled_providers(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.config_providers.split(",") if p.strip())
+
     def plugin_dirs(self) -> list[Path]:
         return [Path(p) for p in self.plugin_path.split(os.pathsep) if p]
+
+
+def _dirs(value: str) -> list[Path]:
+    return [Path(p.strip()).expanduser().resolve() for p in value.split(",") if p.strip()]

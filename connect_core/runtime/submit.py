@@ -124,6 +124,11 @@ def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
         "CONNECT_TOPICS_PATH": settings.topics_base,
         "CONNECT_PLUGIN_PATH": settings.plugin_path,
         "CONNECT_LEASE_SECONDS": str(settings.lease_seconds),
+        # The worker's security settings travel resolved: the driver's working directory may differ.
+        "CONNECT_CONFIG_PROVIDERS": settings.config_providers,
+        "CONNECT_CONFIG_PROVIDERS_FILE_ALLOWED_PATHS": ",".join(map(str, settings.provider_file_dirs())),
+        "CONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN": settings.config_providers_env_allowlist_pattern,
+        "CONNECT_FILE_ALLOWED_PATHS": ",".join(map(str, settings.allowed_file_dirs())),
         **spark_env(settings),
     }
 

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from connect_core.runtime.plugins import Plugin, PluginRegistry
-from connect_core.runtime.secrets import mask_config
+from connect_core.runtime.security import ConfigProviders
+from connect_core.runtime.security import ConfigProviders, is_secret_key, mask_config, mask_text
 from connect_core.sdk.config import ConnectorConfig
 from connect_core.sdk.errors import ConfigError
 
@@ -43,7 +44,7 @@ def _field_key(name: str, info: FieldInfo) -> str:
 
 
 def _errors(
-    config: Mapping[str, Any], registry: PluginRegistry
+    config: Mapping[str, Any], registry: PluginRegistry, providers: ConfigProviders | None = None
 ) -> tuple[Plugin | None, ConnectorConfig | None, dict[str, list[str]]]:
     errors: dict[str, list[str]] = {}
     plugin: Plugin | None = None
@@ -73,18 +74,30 @@ def _errors(
             message = (
                 f"Missing required configuration `{key}` which has no default value."
                 if err["type"] == "missing"
-                else f"{err['msg']} (got {err.get('input')!r})"
+                else _problem(key, err)
             )
             errors.setdefault(key, []).append(message)
     if plugin is not None and model is not None:
         for key, problems in plugin.cls().validate(model).items():
             errors.setdefault(key, []).extend(problems)
+    for key, problems in (providers or ConfigProviders()).problems(config).items():
+        errors.setdefault(key, []).extend(problems)
     return plugin, model, errors
 
 
-def validate_connector(name: str, config: Mapping[str, Any], registry: PluginRegistry) -> ValidatedConnector:
+def _problem(key: str, err: Any) -> str:
+    """pydantic's message, with the value it got unless that could be a secret or is long."""
+    given = err.get("input")
+    if is_secret_key(key) or isinstance(given, dict | list) or len(repr(given)) > 80:
+        return str(err["msg"])
+    return f"{err['msg']} (got {mask_text(repr(given))})"
+
+
+def validate_connector(
+    name: str, config: Mapping[str, Any], registry: PluginRegistry, providers: ConfigProviders | None = None
+) -> ValidatedConnector:
     """Validate `config` and split it into task configs; ConfigError lists every problem."""
-    plugin, model, errors = _errors(config, registry)
+    plugin, model, errors = _errors(config, registry, providers)
     if errors or plugin is None or model is None:
         lines = [f"{key}: {problem}" for key, problems in sorted(errors.items()) for problem in problems]
         raise ConfigError(
@@ -103,9 +116,11 @@ def validate_connector(name: str, config: Mapping[str, Any], registry: PluginReg
     return ValidatedConnector(name, plugin, dict(config), model, tasks[: model.tasks_max])
 
 
-def config_infos(config: Mapping[str, Any], registry: PluginRegistry) -> dict[str, Any]:
+def config_infos(
+    config: Mapping[str, Any], registry: PluginRegistry, providers: ConfigProviders | None = None
+) -> dict[str, Any]:
     """Kafka Connect's `ConfigInfos` for `config`: one entry per known key, with its errors."""
-    plugin, _model, errors = _errors(config, registry)
+    plugin, _model, errors = _errors(config, registry, providers)
     model_cls = plugin.cls.config_model if plugin else ConnectorConfig
     shown = mask_config(config)
     configs: list[dict[str, Any]] = []

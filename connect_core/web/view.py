@@ -16,7 +16,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.secrets import mask_text
+from connect_core.runtime.security import mask_text
 
 __all__ = ["create_view_app", "overview", "pools_overview"]
 

@@ -1,0 +1,167 @@
+"""Kafka-style config providers: `${env:VAR}` and `${file:/path:key}`, opt-in, resolved where a task runs.
+
+As in Kafka Connect, no provider is on unless the worker names it (`CONNECT_CONFIG_PROVIDERS=env,file`,
+Kafka's `config.providers`). The `file` provider reads only under its allowed directories
+(`CONNECT_CONFIG_PROVIDERS_FILE_ALLOWED_PATHS`, Kafka's KIP-993 `allowed.paths`); the `env` provider
+only variables its allow-list pattern admits (never the runtime's own `CONNECT_*` by default).
+
+Configs are stored and shown with the placeholders, so a secret never enters the metadata store,
+the API or the DAG. The runner and the pre-check resolve them in the process that uses them, and
+every resolved value is handed to the process's secret masker first: it never reaches a log line,
+a trace or a status, even when a connector echoes it in an error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from connect_core.runtime.security.masking import SecretMasker, masker
+from connect_core.sdk.errors import ConfigError
+
+__all__ = ["PROVIDERS", "ConfigProviders", "placeholders"]
+
+PROVIDERS = ("env", "file")
+# `${name:argument}`: a name of word characters, an argument without `}`; linear (no nesting).
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.-]+):([^}]*)\}")
+
+
+def placeholders(config: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Every `(key, provider, argument)` placeholder in `config` (nested maps and lists too)."""
+    found: list[tuple[str, str, str]] = []
+    stack: list[tuple[str, Any]] = list(config.items())
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, str) and "${" in value:
+            found.extend((str(key), m.group(1), m.group(2)) for m in _PLACEHOLDER.finditer(value))
+        elif isinstance(value, Mapping):
+            stack.extend((str(key), v) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((str(key), v) for v in value)
+    return found
+
+
+class ConfigProviders:
+    """The providers a worker enabled, with their limits."""
+
+    def __init__(
+        self,
+        enabled: frozenset[str] | set[str] = frozenset(),
+        *,
+        file_allowed_paths: list[Path] | None = None,
+        env_allowlist: str = r"^(?!CONNECT_).*",
+        secret_masker: SecretMasker | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.enabled = frozenset(enabled)
+        self._file_dirs = [p.resolve() for p in (file_allowed_paths or [])]
+        self._env_allowlist = re.compile(env_allowlist)
+        self._masker = secret_masker or masker
+        self._environ = environ
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ConfigProviders:
+        return cls(
+            settings.enabled_providers(),
+            file_allowed_paths=settings.provider_file_dirs(),
+            env_allowlist=settings.config_providers_env_allowlist_pattern,
+        )
+
+    # -- at create: what the placeholders may refer to -----------------------
+
+    def problems(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Placeholder problems by key, without resolving anything (no value is read here)."""
+        errors: dict[str, list[str]] = {}
+        for key, provider, argument in placeholders(config):
+            problem = self._problem(provider, argument)
+            if problem:
+                errors.setdefault(key, []).append(problem)
+        return errors
+
+    def _problem(self, provider: str, argument: str) -> str | None:
+        if provider not in PROVIDERS:
+            return f"unknown config provider `{provider}` (known: {', '.join(PROVIDERS)})"
+        if provider not in self.enabled:
+            return (
+                f"config provider `{provider}` is not enabled on this worker: "
+                f"add it to CONNECT_CONFIG_PROVIDERS (Kafka's `config.providers`)"
+            )
+        if provider == "env" and not self._env_allowlist.match(argument):
+            return (
+                f"environment variable `{argument}` is not allowed by "
+                "CONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN"
+            )
+        if provider == "file":
+            path, _prop = _split_file_argument(argument)
+            if not self._allowed_file(path):
+                return (
+                    f"file `{path}` is outside the file provider's allowed paths: "
+                    "set CONNECT_CONFIG_PROVIDERS_FILE_ALLOWED_PATHS (Kafka's `allowed.paths`)"
+                )
+        return None
+
+    def _allowed_file(self, path: str) -> bool:
+        if not path or "\x00" in path or not os.path.isabs(path):
+            return False
+        real = Path(path).resolve()
+        return any(real.is_relative_to(d) for d in self._file_dirs)
+
+    # -- where the task runs ---------------------------------------------------
+
+    def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of `config` with every placeholder replaced. Each resolved value, and every value of a
+        secret-looking key, becomes a known secret of this process: masked wherever it shows up later."""
+        resolved = {key: self._resolve_value(str(key), value) for key, value in config.items()}
+        self._masker.add_config(resolved)
+        return resolved
+
+    def _resolve_value(self, key: str, value: Any) -> Any:
+        if isinstance(value, str) and "${" in value:
+            return _PLACEHOLDER.sub(lambda m: self._lookup(key, m.group(1), m.group(2)), value)
+        if isinstance(value, Mapping):
+            return self.resolve(value)
+        if isinstance(value, list):
+            return [self._resolve_value(key, v) for v in value]
+        return value
+
+    def _lookup(self, key: str, provider: str, argument: str) -> str:
+        problem = self._problem(provider, argument)
+        if problem:
+            raise ConfigError(f"config `{key}`: {problem}", {key: [problem]})
+        value = self._env(key, argument) if provider == "env" else self._file(key, argument)
+        self._masker.add(value)
+        return value
+
+    def _env(self, key: str, name: str) -> str:
+        environ = os.environ if self._environ is None else self._environ
+        if name not in environ:
+            raise ConfigError(f"config `{key}` refers to `${{env:{name}}}`, but `{name}` is not set here")
+        return environ[name]
+
+    def _file(self, key: str, argument: str) -> str:
+        path, prop = _split_file_argument(argument)
+        try:
+            text = Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            # The error names the file, never its content.
+            raise ConfigError(
+                f"config `{key}` refers to file `{path}`, which cannot be read ({type(exc).__name__})"
+            ) from None
+        if not prop:
+            return text.strip()
+        for line in text.splitlines():
+            name, sep, val = line.partition("=")
+            if sep and name.strip() == prop and not name.lstrip().startswith(("#", "!")):
+                return val.strip()
+        raise ConfigError(f"config `{key}` refers to `{prop}` in `{path}`, which has no such key")
+
+
+def _split_file_argument(argument: str) -> tuple[str, str]:
+    """`/path/f.properties:key` → (path, key); a bare path has no key."""
+    head, sep, tail = argument.rpartition(":")
+    if sep and head and tail and "/" not in tail:
+        return head, tail
+    return argument, ""
