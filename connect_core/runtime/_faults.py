@@ -1,7 +1,9 @@
 """Crash points for failure tests: `CONNECT_FAULT=<point>` kills the process there with SIGKILL.
 
 The runner calls `checkpoint` at the moments whose crash safety the tests
-prove (e.g. after staging output, before committing it). Unset, it does nothing.
+prove: `before_stage` (read, nothing written), `after_stage` (output staged or the sink's
+target written), `before_commit`, `after_commit`; sinks call `mid_sink` half-way through
+writing their target. Unset, it does nothing.
 """
 
 from __future__ import annotations

@@ -28,13 +28,13 @@ from connect_core.runtime.topic_io import arrow_topics, delete_path, read_topics
 from connect_core.runtime.topics import TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
-from connect_core.sdk.errors import FencedError
+from connect_core.sdk.errors import ConfigError, FatalError, FencedError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["RunResult", "TaskRunner"]
+__all__ = ["RunResult", "TaskRunner", "error_kind"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,9 @@ class RunResult:
     rows: int = 0
     segments: int = 0
     message: str = ""
+    #: Why a FAILED run failed, for whoever decides on a retry: `config` and `fatal` will fail the same
+    #: way again (Airflow fails the task without retries); `retriable` and `unexpected` may not.
+    error_kind: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,6 +138,7 @@ class TaskRunner:
             }
             commit_started = time.monotonic()
             self._runs.commit(lease, request)
+            _faults.checkpoint("after_commit")
             result.timings["commit_s"] = round(time.monotonic() - commit_started, 3)
             result.state = "SUCCEEDED"
         except FencedError as exc:
@@ -144,6 +148,7 @@ class TaskRunner:
         except Exception as exc:
             trace = mask_text(traceback.format_exc())
             result.state, result.message = "FAILED", mask_text(f"{type(exc).__name__}: {exc}")
+            result.error_kind = error_kind(exc)
             log.error("run %s of `%s-%s` failed: %s", lease.run_id, connector, task_id, result.message)
             self._finish(lease, "FAILED", trace, result)
             self._discard(spark, staged)
@@ -161,6 +166,7 @@ class TaskRunner:
         read_started = time.monotonic()
         try:
             batch = task.read(spark, committed)
+            _faults.checkpoint("before_stage")
             segments = []
             for topic, df in batch.records.items():
                 partitions = self._topics.ensure_topic(topic, int(lease.connector_config.get("topic.partitions", 1)))
@@ -175,6 +181,7 @@ class TaskRunner:
                 segments.append(StagedSegment(topic, partition, rows, path))
                 result.rows += rows
                 result.segments += 1
+            _faults.checkpoint("after_stage")
         finally:
             task.close()
         result.timings["work_s"] = round(time.monotonic() - read_started, 3)
@@ -204,7 +211,9 @@ class TaskRunner:
             by_topic = read_topics(spark, segments)
             data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), by_topic.values())
             batch = SinkBatch(data, rows, tuple(sorted(owned)), by_topic, arrow_topics(spark, segments, by_topic))
+            _faults.checkpoint("before_stage")
             metadata = task.write(spark, batch)
+            _faults.checkpoint("after_stage")
         finally:
             task.close()
         result.rows, result.segments = rows, len(segments)
@@ -245,7 +254,8 @@ class TaskRunner:
 
     def _finish(self, lease: Lease, state: str, error: str, result: RunResult) -> None:
         try:
-            self._runs.finish(lease, state, error, result.timings)
+            stats = {**result.timings, **({"error_kind": result.error_kind} if result.error_kind else {})}
+            self._runs.finish(lease, state, error, stats)
         except Exception:  # e.g. the metadata database is down: the lease simply lapses
             log.exception("could not record run %s as %s", lease.run_id, state)
             result.message += " (and the run could not be recorded: the metadata store is unreachable)"
@@ -258,6 +268,17 @@ class TaskRunner:
                 delete_path(spark, path)
             except Exception:  # the next run of the task deletes it instead
                 log.warning("could not delete staged path %s", path, exc_info=True)
+
+
+def error_kind(exc: BaseException) -> str:
+    """`config`, `fatal`, `retriable` or `unexpected`: what a retry of the same run could change."""
+    if isinstance(exc, ConfigError):
+        return "config"
+    if isinstance(exc, FatalError):
+        return "fatal"
+    if isinstance(exc, RetriableError):
+        return "retriable"
+    return "unexpected"
 
 
 def _dedupe(positions: list[SourcePosition]) -> list[SourcePosition]:

@@ -22,6 +22,7 @@ from connect_core.connectors.jdbc import _pgcopy
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import postgres_type
+from connect_core.runtime import _faults
 from connect_core.sdk import ArrowRecords, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
@@ -222,6 +223,7 @@ class JdbcSinkTask(SinkTask):
         reached = _run_copy(staged, _copier(writer, len(columns) + 2))
         copied = sum(r["n"] for r in reached)
         copy_s = time.monotonic() - started
+        _faults.checkpoint("mid_sink")  # staged in the target database, not merged
         with self._connect() as conn, conn.cursor() as cur:
             _run_merge(cur, self.cfg.insert_mode, table, self.stage, columns, keys)
             self._record_offsets(cur, topic, reached)
