@@ -110,13 +110,18 @@ def serve(
 
     from connect_core.rest.app import create_app
     from connect_core.rest.auth import bearer_or_loopback
+    from connect_core.rest.edge import EdgePolicy
     from connect_core.runtime.settings import Settings
 
     settings = Settings()
     with runtime():  # migrate and check the store once, up front
         pass
     token = settings.rest_token.get_secret_value() if settings.rest_token else None
-    app = create_app(lambda: Runtime.open(settings, upgrade=False), auth=[bearer_or_loopback(token)])
+    app = create_app(
+        lambda: Runtime.open(settings, upgrade=False),
+        auth=[bearer_or_loopback(token)],
+        edge=EdgePolicy.from_settings(settings, bound_to=host),
+    )
     out.print(
         f"Connect REST API on http://{host}:{port} (OpenAPI: /docs); auth: {'bearer token' if token else 'loopback only'}"
     )

@@ -12,10 +12,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 
 from connect_core import __version__
 from connect_core.rest import kafka, pools, rocketmq
+from connect_core.rest.edge import EdgeMiddleware, EdgePolicy
 from connect_core.rest.errors import install_error_handlers
 from connect_core.rest.service import ConnectService
 from connect_core.runtime.context import Runtime
@@ -23,7 +26,14 @@ from connect_core.runtime.context import Runtime
 __all__ = ["create_app"]
 
 
-def create_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., Any]] = ()) -> FastAPI:
+def create_app(
+    runtime: Callable[[], Runtime],
+    *,
+    auth: Sequence[Callable[..., Any]] = (),
+    edge: EdgePolicy | None = None,
+) -> FastAPI:
+    """The app; `auth` guards every route (the OpenAPI document and docs too), `edge` sets the limits
+    and allow-lists every request passes first (default: loopback names, 1 MiB bodies)."""
     lock = threading.Lock()
     holder: dict[str, ConnectService] = {}
 
@@ -39,7 +49,20 @@ def create_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., A
         version=__version__,
         description="Kafka Connect's REST API and RocketMQ Connect's routes for connect-core.",
         dependencies=[Depends(a) for a in auth],
+        # Served by the routes below instead, so they need the same auth as every other route.
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi() -> dict[str, Any]:
+        return app.openapi()
+
+    @app.get("/docs", include_in_schema=False)
+    def docs(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}/openapi.json", title="Connect REST API")
 
     def connect_service() -> ConnectService:
         if "svc" not in holder:
@@ -56,4 +79,5 @@ def create_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., A
     app.include_router(kafka.router)
     app.include_router(pools.router)
     app.include_router(rocketmq.prefixed_router, prefix="/rocketmq")
+    app.add_middleware(EdgeMiddleware, policy=edge or EdgePolicy())
     return app

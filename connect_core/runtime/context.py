@@ -18,6 +18,7 @@ from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.pools import PoolStore
 from connect_core.runtime.runs import RunStore
 from connect_core.runtime.security import ConfigProviders
+from connect_core.runtime.security.limits import ShapeError, check_json_shape
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.topics import TopicStore
 from connect_core.runtime.validation import validate_connector
@@ -113,6 +114,17 @@ class Runtime:
 
     def _validated(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         _check_name(name, config)
+        try:  # every entrance (REST body or query, CLI file) passes here: too deep or too big stays out
+            check_json_shape(
+                config,
+                max_depth=self.settings.rest_max_depth,
+                max_value_bytes=self.settings.rest_max_value_bytes,
+                root="config",
+            )
+        except ShapeError as exc:
+            raise ConfigError(
+                f"Connector configuration for `{name}` is refused: {exc}", {"config": [str(exc)]}
+            ) from None
         validated = validate_connector(name, config, self.registry, self.providers)
         return {
             "connector_class": validated.plugin.name,

@@ -15,7 +15,6 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from connect_core.runtime.plugins import Plugin, PluginRegistry
-from connect_core.runtime.security import ConfigProviders
 from connect_core.runtime.security import ConfigProviders, is_secret_key, mask_config, mask_text
 from connect_core.sdk.config import ConnectorConfig
 from connect_core.sdk.errors import ConfigError

@@ -31,7 +31,7 @@ def test_loopback_clients_are_served_without_a_token(api: Served) -> None:
 async def test_other_clients_are_refused_without_a_token(runtime: Runtime) -> None:
     app = create_app(lambda: runtime, auth=[bearer_or_loopback(None)])
     transport = httpx.ASGITransport(app=app, client=("192.0.2.7", 40000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://connect") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         refused = await client.get("/connectors")
     assert refused.status_code == 403 and "loopback" in refused.json()["message"]
 

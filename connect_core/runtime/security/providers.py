@@ -90,10 +90,7 @@ class ConfigProviders:
                 f"add it to CONNECT_CONFIG_PROVIDERS (Kafka's `config.providers`)"
             )
         if provider == "env" and not self._env_allowlist.match(argument):
-            return (
-                f"environment variable `{argument}` is not allowed by "
-                "CONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN"
-            )
+            return f"environment variable `{argument}` is not allowed by CONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN"
         if provider == "file":
             path, _prop = _split_file_argument(argument)
             if not self._allowed_file(path):
