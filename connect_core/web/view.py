@@ -53,7 +53,10 @@ def overview(runtime: Runtime) -> list[dict[str, Any]]:
                     for t in status.tasks
                 ],
                 "positions": positions if status.type == "source" else offsets,
-                "runs": runtime.connectors.last_runs(name, limit=5),
+                "runs": [
+                    {**r, "error": mask_text(r["error"]) if r["error"] else None}
+                    for r in runtime.connectors.last_runs(name, limit=5)
+                ],
             }
         )
     return connectors
