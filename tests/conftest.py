@@ -58,8 +58,13 @@ def database_url(pg_server: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path) -> Settings:
-    return Settings(database_url=database_url, home=tmp_path / "home", lease_seconds=30)
+def settings(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    # File connectors may use the test's own directory (`file.allowed.paths`). The environment says
+    # so too, for what reads this process's settings from it (the runner, as under spark-submit).
+    monkeypatch.setenv("CONNECT_FILE_ALLOWED_PATHS", str(tmp_path))
+    return Settings(
+        database_url=database_url, home=tmp_path / "home", lease_seconds=30, file_allowed_paths=str(tmp_path)
+    )
 
 
 @pytest.fixture

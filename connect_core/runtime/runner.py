@@ -24,6 +24,7 @@ from connect_core.runtime.connectors_store import ConnectorStore
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.security import ConfigProviders, mask_text
+from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.topic_io import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics import TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
@@ -237,6 +238,9 @@ class TaskRunner:
     def _new_task(self, lease: Lease) -> SourceTask | SinkTask:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
         config = self._providers.resolve(lease.task_config)  # secrets exist only in this process
+        # Checked again on what the task will use: a placeholder filled only now, or a symlink swapped
+        # since create, must not get out of `file.allowed.paths` (this process's, set by runner_env).
+        config = AllowedPaths.from_env().confine(plugin_cls.config_model, config)
         task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease))
         return task
 

@@ -16,6 +16,7 @@ from pydantic.fields import FieldInfo
 
 from connect_core.runtime.plugins import Plugin, PluginRegistry
 from connect_core.runtime.security import ConfigProviders, is_secret_key, mask_config, mask_text
+from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.sdk.config import ConnectorConfig
 from connect_core.sdk.errors import ConfigError
 
@@ -43,7 +44,10 @@ def _field_key(name: str, info: FieldInfo) -> str:
 
 
 def _errors(
-    config: Mapping[str, Any], registry: PluginRegistry, providers: ConfigProviders | None = None
+    config: Mapping[str, Any],
+    registry: PluginRegistry,
+    providers: ConfigProviders | None = None,
+    allowed_paths: AllowedPaths | None = None,
 ) -> tuple[Plugin | None, ConnectorConfig | None, dict[str, list[str]]]:
     errors: dict[str, list[str]] = {}
     plugin: Plugin | None = None
@@ -76,7 +80,12 @@ def _errors(
                 else _problem(key, err)
             )
             errors.setdefault(key, []).append(message)
-    if plugin is not None and model is not None:
+    # Before the connector's own `validate`, which may look at the disk: it must never touch (or
+    # tell whether there is) a path outside `file.allowed.paths`.
+    path_errors = (allowed_paths or AllowedPaths.from_env()).problems(model_cls, config)
+    for key, problems in path_errors.items():
+        errors.setdefault(key, []).extend(problems)
+    if plugin is not None and model is not None and not path_errors:
         for key, problems in plugin.cls().validate(model).items():
             errors.setdefault(key, []).extend(problems)
     for key, problems in (providers or ConfigProviders()).problems(config).items():
@@ -93,10 +102,16 @@ def _problem(key: str, err: Any) -> str:
 
 
 def validate_connector(
-    name: str, config: Mapping[str, Any], registry: PluginRegistry, providers: ConfigProviders | None = None
+    name: str,
+    config: Mapping[str, Any],
+    registry: PluginRegistry,
+    providers: ConfigProviders | None = None,
+    allowed_paths: AllowedPaths | None = None,
 ) -> ValidatedConnector:
-    """Validate `config` and split it into task configs; ConfigError lists every problem."""
-    plugin, model, errors = _errors(config, registry, providers)
+    """Validate `config` and split it into task configs; ConfigError lists every problem.
+
+    `allowed_paths` confines `LocalPath` fields; by default this process's `file.allowed.paths`."""
+    plugin, model, errors = _errors(config, registry, providers, allowed_paths)
     if errors or plugin is None or model is None:
         lines = [f"{key}: {problem}" for key, problems in sorted(errors.items()) for problem in problems]
         raise ConfigError(
@@ -116,10 +131,13 @@ def validate_connector(
 
 
 def config_infos(
-    config: Mapping[str, Any], registry: PluginRegistry, providers: ConfigProviders | None = None
+    config: Mapping[str, Any],
+    registry: PluginRegistry,
+    providers: ConfigProviders | None = None,
+    allowed_paths: AllowedPaths | None = None,
 ) -> dict[str, Any]:
     """Kafka Connect's `ConfigInfos` for `config`: one entry per known key, with its errors."""
-    plugin, _model, errors = _errors(config, registry, providers)
+    plugin, _model, errors = _errors(config, registry, providers, allowed_paths)
     model_cls = plugin.cls.config_model if plugin else ConnectorConfig
     shown = mask_config(config)
     configs: list[dict[str, Any]] = []

@@ -1,5 +1,6 @@
 """The connector SDK: everything a connector author imports, and nothing of the runtime."""
 
+from connect_core.sdk._paths import LocalPath
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList, split_list
 from connect_core.sdk.connector import (
     Connector,
@@ -41,6 +42,7 @@ __all__ = [
     "ConnectorType",
     "FatalError",
     "FencedError",
+    "LocalPath",
     "NotFoundError",
     "Positions",
     "RetriableError",

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.validation import config_infos, validate_connector
 from connect_core.sdk.errors import ConfigError
 
@@ -47,7 +48,7 @@ def test_every_problem_is_reported_at_once(registry: PluginRegistry, tmp_path: P
 def test_cross_field_check_of_the_connector_runs(registry: PluginRegistry, tmp_path: Path) -> None:
     config = {"connector.class": "FileSinkConnector", "filename": str(tmp_path / "no" / "dir" / "f"), "topics": "t"}
     with pytest.raises(ConfigError) as info:
-        validate_connector("c", config, registry)
+        validate_connector("c", config, registry, allowed_paths=AllowedPaths([tmp_path]))
     assert "does not exist" in info.value.errors["filename"][0]
 
 
@@ -60,6 +61,7 @@ def test_rocketmq_and_kafka_spellings_resolve_to_builtins(registry: PluginRegist
             "connect.topicnames": "a, b",
         },
         registry,
+        allowed_paths=AllowedPaths([tmp_path]),
     )
     kafka = validate_connector(
         "s",
@@ -69,6 +71,7 @@ def test_rocketmq_and_kafka_spellings_resolve_to_builtins(registry: PluginRegist
             "topics": ["a", "b"],
         },
         registry,
+        allowed_paths=AllowedPaths([tmp_path]),
     )
     assert rocketmq.plugin.name == kafka.plugin.name == "FileSinkConnector"
     assert rocketmq.task_configs == kafka.task_configs

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, Field
 
-from connect_core.connectors.file._paths import absolute, check_directory
+from connect_core.connectors.file._paths import absolute, check_target, open_regular
 from connect_core.runtime import _faults
 from connect_core.sdk import (
     CommittedOffset,
+    LocalPath,
     RetriableError,
     SinkBatch,
     SinkConnector,
@@ -26,48 +27,90 @@ if TYPE_CHECKING:
 
 __all__ = ["FileSinkConfig", "FileSinkConnector", "FileSinkTask"]
 
+# The committed offsets' metadata: how long the file was at the commit, and which file that was.
+# The path is kept as a digest: it may have come from a config provider, and a resolved value
+# never goes into the metadata store (whence the API serves offsets).
 _SIZE_KEY = "file_size"
+_PATH_KEY = "file_path_sha256"
+_DEV_KEY = "file_dev"
+_INO_KEY = "file_ino"
+_IDENTITY = (_PATH_KEY, _DEV_KEY, _INO_KEY)
 
 
 class FileSinkConfig(SinkConnectorConfig):
-    filename: str = Field(
+    filename: LocalPath = Field(
         validation_alias=AliasChoices("filename", "file"),
         min_length=1,
-        description="The file to append to (`filename`, or Kafka's `file`).",
+        description="The file to append to (`filename`, or Kafka's `file`); it must be a regular file "
+        "under the worker's `file.allowed.paths`.",
     )
 
 
+def _identity(path: str, stat: os.stat_result) -> dict[str, Any]:
+    """Which file this is: its resolved path and its inode. Both must match for a file to be the one
+    the sink wrote: a new path is a new target, and so is the same path after the file was replaced."""
+    return {
+        _PATH_KEY: hashlib.sha256(os.fsencode(path)).hexdigest(),
+        _DEV_KEY: stat.st_dev,
+        _INO_KEY: stat.st_ino,
+    }
+
+
 class FileSinkTask(SinkTask):
-    """Appends rows in offset order; the file length is committed with the offsets.
+    """Appends rows in offset order; the file's length and identity are committed with the offsets.
 
     A row with a single string column `line` (what FileSourceConnector writes)
     is written as that line; any other row is written as its JSON.
+
+    The sink never truncates or rewrites bytes it did not write. Before writing, it cuts back only
+    the file it committed to (same resolved path, device and inode), and only down to the committed
+    length: what lies past it is the sink's own write that crashed before its commit. Any other file
+    (a `filename` changed by a config update, a file replaced under the same name, or offsets
+    committed before the identity was recorded) is a new target: its current length becomes the
+    baseline, committed before the first write, and the sink only appends to it.
     """
 
     @property
-    def _path(self) -> Path:
-        return Path(self.config["filename"])
+    def _path(self) -> str:
+        return str(self.config["filename"])
 
     def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> Mapping[str, Any] | None:
-        sizes = [int(c.metadata[_SIZE_KEY]) for c in committed.values() if _SIZE_KEY in c.metadata]
-        current = self._path.stat().st_size if self._path.exists() else 0
-        if not sizes:
-            # First run: remember where our output starts, before writing any.
-            return {_SIZE_KEY: current}
-        committed_size = max(sizes)
-        if current > committed_size:
-            self.log.warning(
-                "`%s` has %d bytes past the last commit (a write that crashed before committing); "
-                "cutting it back to %d bytes before writing again",
-                self._path,
-                current - committed_size,
-                committed_size,
-            )
-            with open(self._path, "r+b") as f:
-                f.truncate(committed_size)
-        elif current < committed_size:
-            self.log.warning("`%s` is shorter than at the last commit: it was truncated outside Connect", self._path)
-        return None
+        # Created now if missing, so that even the first baseline names the file by its inode.
+        fd = open_regular(self._path, os.O_WRONLY | os.O_CREAT, purpose="sink file")
+        try:
+            stat = os.fstat(fd)
+            identity = _identity(self._path, stat)
+            sizes = [
+                int(c.metadata[_SIZE_KEY])
+                for c in committed.values()
+                if _SIZE_KEY in c.metadata and all(c.metadata.get(k) == identity[k] for k in _IDENTITY)
+            ]
+            if not sizes:
+                if any(_SIZE_KEY in c.metadata for c in committed.values()):
+                    self.log.info(
+                        "`%s` is not the file of the last commit (another path, a replaced file, or no identity "
+                        "recorded): appending after its %d bytes, never cutting it back",
+                        self._path,
+                        stat.st_size,
+                    )
+                return {_SIZE_KEY: stat.st_size, **identity}
+            committed_size = max(sizes)
+            if stat.st_size > committed_size:
+                self.log.warning(
+                    "`%s` has %d bytes past the last commit (a write that crashed before committing); "
+                    "cutting it back to %d bytes before writing again",
+                    self._path,
+                    stat.st_size - committed_size,
+                    committed_size,
+                )
+                os.ftruncate(fd, committed_size)
+            elif stat.st_size < committed_size:
+                self.log.warning(
+                    "`%s` is shorter than at the last commit: it was truncated outside Connect", self._path
+                )
+            return None
+        finally:
+            os.close(fd)
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any]:
         from pyspark.sql import functions as F
@@ -78,9 +121,10 @@ class FileSinkTask(SinkTask):
             text = ordered.select(F.col("line").alias("text"))
         else:
             text = ordered.select(F.to_json(F.struct(*values)).alias("text"))
+        fd = open_regular(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, purpose="sink file")
         try:
             half = batch.row_count // 2
-            with open(self._path, "ab") as f:
+            with os.fdopen(fd, "ab") as f:
                 for i, row in enumerate(text.toLocalIterator(prefetchPartitions=True)):
                     if i == half and half:
                         f.flush()
@@ -88,11 +132,11 @@ class FileSinkTask(SinkTask):
                     f.write(("" if row.text is None else row.text).encode("utf-8") + b"\n")
                 f.flush()
                 os.fsync(f.fileno())
-                size = f.tell()
+                stat = os.fstat(f.fileno())  # the file written, whatever its name points to by now
         except OSError as exc:
             raise RetriableError(f"cannot write sink file `{self._path}`: {exc}") from exc
         self.log.info("appended %d line(s) to `%s`", batch.row_count, self._path)
-        return {_SIZE_KEY: size}
+        return {_SIZE_KEY: stat.st_size, **_identity(self._path, stat)}
 
 
 class FileSinkConnector(SinkConnector[FileSinkConfig]):
@@ -100,7 +144,7 @@ class FileSinkConnector(SinkConnector[FileSinkConfig]):
     task_class = FileSinkTask
 
     def validate(self, config: FileSinkConfig) -> dict[str, list[str]]:
-        return check_directory(config.filename, writable=True)
+        return check_target(config.filename, writable=True)
 
     def task_configs(self, config: FileSinkConfig, max_tasks: int) -> list[dict[str, Any]]:
         # Several writers of one file would interleave lines: one task.

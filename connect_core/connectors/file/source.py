@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from stat import S_ISREG
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import AliasChoices, Field
 
-from connect_core.connectors.file._paths import absolute, check_directory
+from connect_core.connectors.file._paths import absolute, check_target, open_regular
 from connect_core.sdk import (
     ConnectorConfig,
+    FatalError,
+    LocalPath,
     Positions,
-    RetriableError,
     SourceBatch,
     SourceConnector,
     SourcePosition,
@@ -25,13 +26,16 @@ if TYPE_CHECKING:
 __all__ = ["FileSourceConfig", "FileSourceConnector", "FileSourceTask"]
 
 _NEWLINE = b"\n"
+_STEP = 1024 * 1024  # read size past `batch.max.bytes` while a long line goes on (fewer calls when that is 1)
+LINE_MAX_BYTES = 64 * 1024 * 1024
 
 
 class FileSourceConfig(ConnectorConfig):
-    filename: str = Field(
+    filename: LocalPath = Field(
         validation_alias=AliasChoices("filename", "file"),
         min_length=1,
-        description="The text file to read (`filename`, or Kafka's `file`).",
+        description="The text file to read (`filename`, or Kafka's `file`); it must be a regular file "
+        "under the worker's `file.allowed.paths`.",
     )
     topic: str = Field(
         validation_alias=AliasChoices("connect.topicname", "topic"),
@@ -42,7 +46,14 @@ class FileSourceConfig(ConnectorConfig):
         default=64 * 1024 * 1024,
         alias="batch.max.bytes",
         ge=1,
-        description="Most bytes of the file read in one micro-batch (a longer single line is read whole).",
+        description="Most bytes of the file read in one micro-batch (a longer single line is read whole, "
+        "up to `line.max.bytes`).",
+    )
+    line_max_bytes: int = Field(
+        default=LINE_MAX_BYTES,
+        alias="line.max.bytes",
+        ge=1,
+        description="Longest line read; a longer one fails the run instead of filling the driver's memory.",
     )
 
 
@@ -56,7 +67,7 @@ class FileSourceTask(SourceTask):
     """
 
     def _partition(self) -> dict[str, Any]:
-        return {"filename": str(Path(self.config["filename"]).resolve())}
+        return {"filename": os.path.realpath(self.config["filename"])}
 
     def _start(self, positions: Positions, stat: os.stat_result) -> int:
         offset = positions.offset(self._partition()) or {}
@@ -71,48 +82,57 @@ class FileSourceTask(SourceTask):
             return 0
         return position
 
-    def _stat(self) -> os.stat_result:
+    def has_new_data(self, positions: Positions) -> bool | None:
         path = self.config["filename"]
         try:
-            return os.stat(path)
-        except FileNotFoundError as exc:
-            raise RetriableError(f"source file `{path}` does not exist; create it or fix `filename`") from exc
-        except PermissionError as exc:
-            raise RetriableError(f"source file `{path}` is not readable by this process: {exc}") from exc
-
-    def has_new_data(self, positions: Positions) -> bool | None:
-        try:
-            stat = self._stat()
-        except RetriableError:
+            stat = os.stat(path)  # a stat, not an open: cheap, and safe on a FIFO
+        except OSError:
             return True  # let the run fail visibly
+        if not S_ISREG(stat.st_mode):
+            return True  # the run says why it refuses the file
         return stat.st_size != self._start(positions, stat)
 
     def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
-        stat = self._stat()
-        start = self._start(positions, stat)
-        chunk = self._read_complete_lines(start, int(self.config["batch.max.bytes"]))
+        path = self.config["filename"]
+        with os.fdopen(open_regular(path, os.O_RDONLY, purpose="source file"), "rb") as f:
+            stat = os.fstat(f.fileno())  # of what is read, not of what the name pointed to a moment ago
+            start = self._start(positions, stat)
+            line_max = int(self.config.get("line.max.bytes", LINE_MAX_BYTES))
+            chunk = _read_complete_lines(f, start, int(self.config["batch.max.bytes"]), line_max, path)
         if not chunk:
             return SourceBatch.empty()
         lines = [_decode(line) for line in chunk.split(_NEWLINE)[:-1]]
         df = spark.createDataFrame([(line,) for line in lines], "line string")
         position = SourcePosition(self._partition(), {"position": start + len(chunk), "inode": stat.st_ino})
-        self.log.info(
-            "read %d line(s), bytes %d-%d of `%s`", len(lines), start, start + len(chunk), self.config["filename"]
-        )
+        self.log.info("read %d line(s), bytes %d-%d of `%s`", len(lines), start, start + len(chunk), path)
         return SourceBatch({self.config["topic"]: df}, (position,))
 
-    def _read_complete_lines(self, start: int, max_bytes: int) -> bytes:
-        """Bytes from `start` up to and including the last newline within `max_bytes`."""
-        with open(self.config["filename"], "rb") as f:
-            f.seek(start)
-            data = f.read(max_bytes)
-            while data and _NEWLINE not in data:  # one line longer than max_bytes: read it whole
-                more = f.read(max_bytes)
-                if not more:
-                    break
-                data += more
-        end = data.rfind(_NEWLINE)
-        return data[: end + 1] if end >= 0 else b""
+
+def _read_complete_lines(f: BinaryIO, start: int, max_bytes: int, line_max: int, path: str) -> bytes:
+    """Bytes from `start` up to and including the last newline within `max_bytes`; when the first
+    line is longer, that whole line (up to `line_max` bytes). Linear in what is read: only new
+    bytes are searched for a newline, and the pieces are joined once."""
+    f.seek(start)
+    data = f.read(max_bytes)
+    end = data.rfind(_NEWLINE)
+    if end >= 0 or len(data) < max_bytes:
+        return data[: end + 1]  # complete lines, or a partial last line that waits (b"")
+    pieces, size = [data], len(data)
+    step = max(max_bytes, _STEP)
+    while size <= line_max:
+        more = f.read(min(step, line_max + 1 - size))
+        if not more:
+            return b""  # a partial line at the end of the file: wait for its newline
+        newline = more.find(_NEWLINE)
+        if newline >= 0:
+            pieces.append(more[: newline + 1])
+            return b"".join(pieces)
+        pieces.append(more)
+        size += len(more)
+    raise FatalError(
+        f"the line at byte {start} of `{path}` is longer than `line.max.bytes` ({line_max}): "
+        "raise `line.max.bytes`, or fix the file"
+    )
 
 
 def _decode(line: bytes) -> str:
@@ -125,7 +145,7 @@ class FileSourceConnector(SourceConnector[FileSourceConfig]):
     task_class = FileSourceTask
 
     def validate(self, config: FileSourceConfig) -> dict[str, list[str]]:
-        return check_directory(config.filename)
+        return check_target(config.filename)
 
     def task_configs(self, config: FileSourceConfig, max_tasks: int) -> list[dict[str, Any]]:
         # A file is one stream of bytes: one task reads it, whatever tasks.max says.
@@ -134,5 +154,6 @@ class FileSourceConnector(SourceConnector[FileSourceConfig]):
                 "filename": absolute(config.filename),
                 "topic": config.topic,
                 "batch.max.bytes": config.batch_max_bytes,
+                "line.max.bytes": config.line_max_bytes,
             }
         ]

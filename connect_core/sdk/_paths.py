@@ -1,0 +1,62 @@
+"""`LocalPath`: the type of a config field that names a file or directory on the worker's disk.
+
+A connector declares such a field as `filename: LocalPath = Field(...)` (also `LocalPath | None`
+or `list[LocalPath]`). The runtime then confines every value of it to the worker's allowed
+directories (`file.allowed.paths`), at create and again where the task runs, so a connector
+author never writes that check and a user can never point a connector at `/etc/shadow`.
+
+This module only marks fields; the check lives in the runtime, which knows the worker's settings.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+__all__ = ["LocalPath", "local_path_fields"]
+
+
+@dataclass(frozen=True)
+class _LocalPathMarker:
+    """Metadata pydantic ignores and the runtime looks for."""
+
+
+_MARKER = _LocalPathMarker()
+
+LocalPath = Annotated[str, _MARKER]
+
+
+def _mentions_marker(annotation: Any) -> bool:
+    """Whether `annotation` is, or contains (`X | None`, `list[X]`), a `LocalPath`."""
+    stack = [annotation]
+    while stack:
+        tp = stack.pop()
+        if typing.get_origin(tp) is Annotated and _MARKER in tp.__metadata__:
+            return True
+        stack.extend(typing.get_args(tp))
+    return False
+
+
+def _keys(name: str, info: FieldInfo) -> tuple[str, ...]:
+    """Every key the field may be written as, the one errors are reported under first."""
+    keys: list[str] = []
+    alias = info.validation_alias
+    if isinstance(alias, str):
+        keys.append(alias)
+    elif alias is not None and hasattr(alias, "choices"):
+        keys.extend(c for c in alias.choices if isinstance(c, str))
+    keys.extend(k for k in (info.alias, name) if k and k not in keys)
+    return tuple(keys)
+
+
+def local_path_fields(model: type[BaseModel]) -> list[tuple[str, ...]]:
+    """The keys of each `LocalPath` field of a config model (first: the key errors name)."""
+    return [
+        _keys(name, info)
+        for name, info in model.model_fields.items()
+        if _MARKER in info.metadata or _mentions_marker(info.annotation)
+    ]
