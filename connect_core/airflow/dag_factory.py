@@ -5,13 +5,16 @@ Airflow runs a task it sets the parsing context, and only that connector's
 DAG is built. Sources run on their `schedule` and declare their topics as
 Asset outlets; sinks are scheduled by those Assets (plus an optional cron), so
 a sink runs when new data lands.
+
+One connector that cannot be compiled (a config stored before validation got
+stricter, a row edited by hand, a plugin that fails) is logged and left out:
+it must never take the DAG file, and so every other connector's DAG, down.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,7 +37,14 @@ from connect_core.runtime.models import AssignmentRow, ConnectorRow, TaskConfigR
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.security import mask_config
 from connect_core.runtime.settings import Settings
-from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig
+from connect_core.sdk.config import (
+    CRON_PRESETS,
+    ConnectorConfig,
+    SinkConnectorConfig,
+    check_schedule,
+    check_topic_name,
+    schedule_interval,
+)
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["DAG_PREFIX", "build_dags", "dag_id_for", "topic_asset"]
@@ -74,17 +84,28 @@ def build_dags(settings: Settings | None = None, engine: Engine | None = None) -
             engine.dispose()
     registry = PluginRegistry(settings.plugin_dirs())
     for row in rows:
-        name, connector_class, type_, config, target_state, task_count = row
         try:
-            plugin_cls: Any = registry.resolve(connector_class).cls
-            model = plugin_cls.config_model.model_validate(config)
-            outputs = plugin_cls().output_topics(model) if type_ == "source" else []
+            dag = _compile(registry, row, placed)
         except Exception:  # one broken connector must not hide the others
-            log.exception("connector `%s` could not be compiled to a DAG", name)
+            log.exception("connector `%s` could not be compiled to a DAG; its DAG is left out", row[0])
             continue
-        dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed)
+        if dag.dag_id in dags:
+            # Names stored before they had to map one-to-one (`a b`, `a#b`): never let one replace the other.
+            log.error("connector `%s` maps to DAG `%s`, which another connector has; left out", row[0], dag.dag_id)
+            continue
         dags[dag.dag_id] = dag
     return dags
+
+
+def _compile(registry: PluginRegistry, row: Any, placed: dict[tuple[str, int], str]) -> DAG:
+    """The connector's DAG, validated as Airflow's DagBag will validate it (so its errors are ours)."""
+    name, connector_class, type_, config, target_state, task_count = row
+    plugin_cls: Any = registry.resolve(connector_class).cls
+    model = plugin_cls.config_model.model_validate(config)
+    outputs = [check_topic_name(t) for t in plugin_cls().output_topics(model)] if type_ == "source" else []
+    dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed)
+    dag.validate()
+    return dag
 
 
 def _connectors(engine: Engine, only: str | None) -> list[Any]:
@@ -157,46 +178,29 @@ def _dag(
 
 
 def _schedule(type_: str, model: ConnectorConfig) -> Any:
-    time_schedule = _time_schedule(model.schedule)
-    if type_ != "sink" or not isinstance(model, SinkConnectorConfig):
+    is_sink = type_ == "sink" and isinstance(model, SinkConnectorConfig)
+    time_schedule = _time_schedule(model.schedule, sink=is_sink)
+    if not is_sink:
         return time_schedule
+    assert isinstance(model, SinkConnectorConfig)
     assets = AssetAny(*[topic_asset(t) for t in model.topics])
     if time_schedule is None:
         return assets
     if isinstance(time_schedule, timedelta):
         return AssetOrTimeSchedule(timetable=DeltaTriggerTimetable(time_schedule), assets=assets)
-    if time_schedule == "@continuous":
-        raise ValueError("a sink runs on its topics' Assets; its extra `schedule` cannot be @continuous")
-    return AssetOrTimeSchedule(timetable=CronTriggerTimetable(_cron(time_schedule), timezone="UTC"), assets=assets)
+    return AssetOrTimeSchedule(timetable=CronTriggerTimetable(time_schedule, timezone="UTC"), assets=assets)
 
 
-_PRESETS = {
-    "@hourly": "0 * * * *",
-    "@daily": "0 0 * * *",
-    "@weekly": "0 0 * * 0",
-    "@monthly": "0 0 1 * *",
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@midnight": "0 0 * * *",
-}
-
-
-_INTERVAL = re.compile(r"^(\d+)\s*([smhd])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-def _time_schedule(value: str | None) -> str | timedelta | None:
-    """`none` → trigger-only; `30m`/`2h`/`90s`/`1d` → an interval; anything else is cron/preset/@continuous."""
-    if value is None or value.strip().lower() in ("", "none", "null"):
+def _time_schedule(value: str | None, *, sink: bool) -> str | timedelta | None:
+    """`none` → trigger-only; `30m`/`2h`/`90s`/`1d` → an interval; a preset → its cron; else cron or
+    `@continuous`/`@once`. Checked again here: a stored config may predate the check at create."""
+    value = check_schedule(value, sink=sink)
+    if value is None:
         return None
-    interval = _INTERVAL.match(value.strip())
-    if interval:
-        return timedelta(**{_UNITS[interval.group(2)]: int(interval.group(1))})
-    return value.strip()
-
-
-def _cron(value: str) -> str:
-    return _PRESETS.get(value, value)
+    interval = schedule_interval(value)
+    if interval is not None:
+        return interval
+    return CRON_PRESETS.get(value, value)
 
 
 def _doc(

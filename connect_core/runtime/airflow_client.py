@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import string
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -18,11 +19,24 @@ import httpx
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import RetriableError
 
-__all__ = ["AIRFLOW_POOL_PREFIX", "DAG_PREFIX", "AirflowClient", "airflow_pool_for", "dag_id_for"]
+__all__ = [
+    "AIRFLOW_POOL_PREFIX",
+    "DAG_ID_CHARS",
+    "DAG_ID_MAX",
+    "DAG_PREFIX",
+    "AirflowClient",
+    "airflow_pool_for",
+    "connector_for_dag",
+    "dag_id_for",
+]
 
 log = logging.getLogger(__name__)
 
 DAG_PREFIX = "connect__"
+#: Airflow's limit on a dag id's length.
+DAG_ID_MAX = 250
+#: The characters a connector's name, and so its DAG id, may have (Airflow allows these, and more).
+DAG_ID_CHARS = frozenset(string.ascii_letters + string.digits + "._-")
 _DAG_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 #: Every Spark pool has an Airflow pool `connect_<name>` with `capacity` slots.
 AIRFLOW_POOL_PREFIX = "connect_"
@@ -33,8 +47,14 @@ def airflow_pool_for(spark_pool: str) -> str:
 
 
 def dag_id_for(connector: str) -> str:
-    """The id of a connector's DAG (characters Airflow does not allow become `_`)."""
+    """The id of a connector's DAG: `connect__<name>`. Names are checked at create to be made of
+    `DAG_ID_CHARS` only; in a name stored before that check, other characters become `_`."""
     return DAG_PREFIX + _DAG_ID_UNSAFE.sub("_", connector)
+
+
+def connector_for_dag(dag_id: str) -> str | None:
+    """The connector name a DAG id stands for when the name maps verbatim, else None."""
+    return dag_id.removeprefix(DAG_PREFIX) if dag_id.startswith(DAG_PREFIX) else None
 
 
 @dataclass

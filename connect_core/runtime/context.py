@@ -155,12 +155,22 @@ class Runtime:
 
 
 def _check_name(name: str, config: Mapping[str, Any]) -> None:
-    if not name or len(name) > 200 or any(c in name for c in "/\\\n\r\t") or name.strip() != name:
+    # A connector's name is its DAG id's suffix, verbatim: only characters Airflow allows in a
+    # dag id, so `a b`, `a#b` and `a?b` can never share one DAG. An allow-list also keeps NUL and
+    # control characters out of SQL, logs and paths; ASCII only, so no look-alike letters either.
+    # (dag_id_for still maps names stored before this check, which keep working.)
+    from connect_core.runtime.airflow_client import DAG_ID_CHARS, DAG_ID_MAX, DAG_PREFIX
+
+    longest = DAG_ID_MAX - len(DAG_PREFIX)
+    if not isinstance(name, str) or not name or len(name) > longest or not set(name) <= DAG_ID_CHARS:
+        shown = repr(name[:60] + ("…" if len(name) > 60 else "")) if isinstance(name, str) else type(name).__name__
         raise ConfigError(
-            f"invalid connector name `{name}`", {"name": ["1-200 characters, no slashes or blanks at the ends"]}
+            f"invalid connector name {shown}: a name becomes its Airflow DAG id `{DAG_PREFIX}<name>`, so it "
+            f"must be 1-{longest} characters, each an ASCII letter, digit, `.`, `_` or `-`",
+            {"name": [f"1-{longest} characters from [A-Za-z0-9._-]"]},
         )
     if config.get("name") not in (None, name):
         raise ConfigError(
-            f"config `name` ({config['name']}) differs from the connector name `{name}`",
+            f"config `name` ({str(config['name'])[:60]!r}) differs from the connector name `{name}`",
             {"name": [f"must be `{name}` or absent"]},
         )

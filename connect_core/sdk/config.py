@@ -9,11 +9,51 @@ setting are both accepted through alias choices.
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-__all__ = ["ConnectorConfig", "SinkConnectorConfig", "TopicList", "split_list"]
+__all__ = [
+    "CRON_PRESETS",
+    "ConnectorConfig",
+    "SinkConnectorConfig",
+    "TopicList",
+    "TopicName",
+    "check_schedule",
+    "check_topic_name",
+    "schedule_interval",
+    "split_list",
+]
+
+#: Kafka's legal topic names (`Topic.validate`): these characters, 1-249 of them. Anything else
+#: would break the topic's Airflow Asset URI and its storage path.
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+#: Airflow's cron presets (plus croniter's aliases), as the 5-field cron they stand for.
+CRON_PRESETS = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@quarterly": "0 0 1 */3 *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
+#: Schedules that are not a time table a sink can combine with its topics' Assets.
+_SOURCE_ONLY = ("@continuous", "@once")
+_NONE = ("", "none", "null")
+# Linear: digits, blanks, one unit letter; nothing can backtrack.
+_INTERVAL = re.compile(r"([0-9]{1,9})[ \t]*([smhd])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+#: Longest interval accepted (a longer one is a typo, and `timedelta` overflows on huge ones).
+_MAX_INTERVAL = timedelta(days=3660)
+_SCHEDULE_HELP = (
+    "`none`, an interval (`30s`, `15m`, `2h`, `1d`), a preset (`@hourly`, `@daily`, `@weekly`, `@monthly`, "
+    "`@quarterly`, `@yearly`), `@continuous`, `@once`, or a 5-field cron expression (`*/5 * * * *`)"
+)
 
 
 def split_list(value: Any) -> Any:
@@ -23,7 +63,56 @@ def split_list(value: Any) -> Any:
     return value
 
 
-TopicList = Annotated[list[str], BeforeValidator(split_list)]
+def check_topic_name(value: str) -> str:
+    """`value` if it is a legal topic name (Kafka's rule), else ValueError saying what is allowed."""
+    if not _TOPIC_NAME.fullmatch(value):
+        shown = value if len(value) <= 60 else value[:60] + "…"
+        raise ValueError(
+            f"invalid topic name {shown!r}: 1-249 characters, only ASCII letters, digits, `.`, `_` and `-`"
+        )
+    return value
+
+
+#: One topic name, validated as Kafka validates it.
+TopicName = Annotated[str, AfterValidator(check_topic_name)]
+TopicList = Annotated[list[TopicName], BeforeValidator(split_list)]
+
+
+def schedule_interval(value: str) -> timedelta | None:
+    """The interval of `30s` / `15m` / `2h` / `1d`, or None if `value` is not an interval."""
+    match = _INTERVAL.fullmatch(value.strip())
+    if match is None:
+        return None
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+def check_schedule(value: str | None, *, sink: bool = False) -> str | None:
+    """`value` normalised (None for `none`), or ValueError if Airflow could not schedule it.
+
+    Checked when a connector is created, so a bad schedule can never reach the DAG file."""
+    if value is None or value.strip().lower() in _NONE:
+        return None
+    value = value.strip()
+    if len(value) > 120:
+        raise ValueError(f"schedule is {len(value)} characters long; expected {_SCHEDULE_HELP}")
+    interval = schedule_interval(value)
+    if interval is not None:
+        if not timedelta(seconds=1) <= interval <= _MAX_INTERVAL:
+            raise ValueError(f"schedule interval `{value}` must be between 1s and {_MAX_INTERVAL.days}d")
+        return value
+    if value in _SOURCE_ONLY:
+        if sink:
+            raise ValueError(f"a sink runs when its topics get data; its extra schedule cannot be `{value}`")
+        return value
+    if value in CRON_PRESETS or _valid_cron(value):
+        return value
+    raise ValueError(f"invalid schedule `{value}`: expected {_SCHEDULE_HELP}")
+
+
+def _valid_cron(value: str) -> bool:
+    from croniter import croniter  # only when a schedule is neither preset nor interval
+
+    return len(value.split()) == 5 and bool(croniter.is_valid(value))
 
 
 class ConnectorConfig(BaseModel):
@@ -66,6 +155,11 @@ class ConnectorConfig(BaseModel):
         default=True,
         description="Before a run, ask the connector (without Spark) whether anything is new; skip the run if not.",
     )
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str | None) -> str | None:
+        return check_schedule(value, sink=issubclass(cls, SinkConnectorConfig))
 
 
 class SinkConnectorConfig(ConnectorConfig):

@@ -148,3 +148,67 @@ def test_airflow_never_starts_an_empty_embedded_store(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="CONNECT_DATABASE_URL"):
         build_dags(Settings(home=tmp_path / "nothing-here"))
     assert not (tmp_path / "nothing-here").exists()
+
+
+def _write_config(runtime: Runtime, name: str, **changes: object) -> None:
+    """Change a stored config behind validation's back (as a row stored before a check existed)."""
+    import json
+
+    from sqlalchemy import text
+
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE connect.connectors SET config = config || CAST(:changes AS jsonb) WHERE name = :name"),
+            {"changes": json.dumps(changes), "name": name},
+        )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"schedule": "every tuesday"}, {"schedule": "@continuous"}, {"connect.topicnames": "a b"}, {"retries": -1}],
+)
+def test_one_broken_connector_never_hides_the_others(
+    runtime: Runtime, tmp_path: Path, changes: dict[str, object], caplog: pytest.LogCaptureFixture
+) -> None:
+    file_pair(runtime, tmp_path)
+    _write_config(runtime, "fileSinkConnector", **changes)
+    dags = _dags(runtime)
+    assert set(dags) == {"connect__fileSourceConnector", "connect_rebalance"}
+    assert "connector `fileSinkConnector` could not be compiled to a DAG" in caplog.text
+
+
+def test_a_source_writing_an_invalid_topic_is_left_out(runtime: Runtime, tmp_path: Path) -> None:
+    file_pair(runtime, tmp_path)
+    _write_config(runtime, "fileSourceConnector", **{"connect.topicname": "no such/topic"})
+    assert set(_dags(runtime)) == {"connect__fileSinkConnector", "connect_rebalance"}
+
+
+@pytest.mark.parametrize("name", ["a b", "a#b", "a?b", "a/b", "a\x00b", "a\tb", "a\nb", "é", "", "x" * 242])
+def test_names_that_cannot_be_a_dag_id_are_rejected(runtime: Runtime, tmp_path: Path, name: str) -> None:
+    from connect_core.sdk.errors import ConfigError
+
+    config = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t"}
+    with pytest.raises(ConfigError, match=r"ASCII letter, digit, `\.`, `_` or `-`") as err:
+        runtime.create_connector(name, config)
+    assert "\x00" not in str(err.value) and "DAG id" in str(err.value)
+    assert runtime.connectors.names() == []
+
+
+def test_names_map_one_to_one_onto_dag_ids(runtime: Runtime, tmp_path: Path) -> None:
+    config = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t"}
+    for name in ("a-b", "a_b", "a.b", "A_b", "x" * 241):
+        runtime.create_connector(name, config)
+    assert set(_dags(runtime)) == {f"connect__{n}" for n in ("a-b", "a_b", "a.b", "A_b", "x" * 241)} | {
+        "connect_rebalance"
+    }
+
+
+def test_names_stored_before_the_check_keep_their_dag(runtime: Runtime, tmp_path: Path) -> None:
+    """Two legacy names that map to one DAG id: the first keeps it, the second is left out (logged)."""
+    config = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t"}
+    validated = runtime._validated("any", config)
+    for legacy in ("a b", "a#b"):  # stored straight, as names were before the check
+        runtime.connectors.create(legacy, **validated)
+    dags = _dags(runtime)
+    assert set(dags) == {"connect__a_b", "connect_rebalance"}
+    assert dags["connect__a_b"].tasks[0].connector == "a b"
