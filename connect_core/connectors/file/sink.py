@@ -34,7 +34,9 @@ _SIZE_KEY = "file_size"
 _PATH_KEY = "file_path_sha256"
 _DEV_KEY = "file_dev"
 _INO_KEY = "file_ino"
-_IDENTITY = (_PATH_KEY, _DEV_KEY, _INO_KEY)
+_TAIL_KEY = "file_tail_sha256"
+_TAIL_BYTES = 4096
+_IDENTITY = (_SIZE_KEY, _PATH_KEY, _DEV_KEY, _INO_KEY, _TAIL_KEY)
 
 
 class FileSinkConfig(SinkConnectorConfig):
@@ -46,14 +48,32 @@ class FileSinkConfig(SinkConnectorConfig):
     )
 
 
-def _identity(path: str, stat: os.stat_result) -> dict[str, Any]:
-    """Which file this is: its resolved path and its inode. Both must match for a file to be the one
-    the sink wrote: a new path is a new target, and so is the same path after the file was replaced."""
+def _identity(path: str, fd: int, size: int) -> dict[str, Any]:
+    """Which file this is, as it was `size` bytes long: its resolved path, its inode, and a digest of
+    its last bytes up to there. An inode number alone is no identity: a file deleted and created
+    again under the same name often gets the same one at once; its content then differs."""
+    stat = os.fstat(fd)
+    start = max(0, size - _TAIL_BYTES)
     return {
+        _SIZE_KEY: size,
         _PATH_KEY: hashlib.sha256(os.fsencode(path)).hexdigest(),
         _DEV_KEY: stat.st_dev,
         _INO_KEY: stat.st_ino,
+        _TAIL_KEY: hashlib.sha256(os.pread(fd, size - start, start)).hexdigest(),
     }
+
+
+def _committed_size(path: str, fd: int, committed: Mapping[TopicPartition, CommittedOffset]) -> int | None:
+    """The length committed for this very file, or None when no commit was about it (then it is a new
+    target). The file still holds exactly the committed bytes' tail there, or it is not the one."""
+    size = os.fstat(fd).st_size
+    for offset in committed.values():
+        meta = offset.metadata
+        if _TAIL_KEY not in meta or int(meta[_SIZE_KEY]) > size:
+            continue  # recorded before identities were, or shorter now (truncated outside Connect)
+        if _identity(path, fd, int(meta[_SIZE_KEY])) == {k: meta.get(k) for k in _IDENTITY}:
+            return int(meta[_SIZE_KEY])
+    return None
 
 
 class FileSinkTask(SinkTask):
@@ -63,11 +83,12 @@ class FileSinkTask(SinkTask):
     is written as that line; any other row is written as its JSON.
 
     The sink never truncates or rewrites bytes it did not write. Before writing, it cuts back only
-    the file it committed to (same resolved path, device and inode), and only down to the committed
-    length: what lies past it is the sink's own write that crashed before its commit. Any other file
-    (a `filename` changed by a config update, a file replaced under the same name, or offsets
-    committed before the identity was recorded) is a new target: its current length becomes the
-    baseline, committed before the first write, and the sink only appends to it.
+    the file it committed to (same resolved path, device, inode, and the same bytes up to the
+    committed length), and only down to that length: what lies past it is the sink's own write
+    that crashed before its commit. Any other file (a `filename` changed by a config update, a file
+    replaced or rewritten under the same name, or offsets committed before identities were
+    recorded) is a new target: its current length becomes the baseline, committed before the first
+    write, and the sink only appends to it.
     """
 
     @property
@@ -76,38 +97,28 @@ class FileSinkTask(SinkTask):
 
     def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> Mapping[str, Any] | None:
         # Created now if missing, so that even the first baseline names the file by its inode.
-        fd = open_regular(self._path, os.O_WRONLY | os.O_CREAT, purpose="sink file")
+        fd = open_regular(self._path, os.O_RDWR | os.O_CREAT, purpose="sink file")
         try:
-            stat = os.fstat(fd)
-            identity = _identity(self._path, stat)
-            sizes = [
-                int(c.metadata[_SIZE_KEY])
-                for c in committed.values()
-                if _SIZE_KEY in c.metadata and all(c.metadata.get(k) == identity[k] for k in _IDENTITY)
-            ]
-            if not sizes:
+            size = os.fstat(fd).st_size
+            committed_size = _committed_size(self._path, fd, committed)
+            if committed_size is None:
                 if any(_SIZE_KEY in c.metadata for c in committed.values()):
                     self.log.info(
-                        "`%s` is not the file of the last commit (another path, a replaced file, or no identity "
-                        "recorded): appending after its %d bytes, never cutting it back",
+                        "`%s` is not the file of the last commit (another path, a replaced or rewritten file, "
+                        "or no identity recorded): appending after its %d bytes, never cutting it back",
                         self._path,
-                        stat.st_size,
+                        size,
                     )
-                return {_SIZE_KEY: stat.st_size, **identity}
-            committed_size = max(sizes)
-            if stat.st_size > committed_size:
+                return _identity(self._path, fd, size)
+            if size > committed_size:
                 self.log.warning(
                     "`%s` has %d bytes past the last commit (a write that crashed before committing); "
                     "cutting it back to %d bytes before writing again",
                     self._path,
-                    stat.st_size - committed_size,
+                    size - committed_size,
                     committed_size,
                 )
                 os.ftruncate(fd, committed_size)
-            elif stat.st_size < committed_size:
-                self.log.warning(
-                    "`%s` is shorter than at the last commit: it was truncated outside Connect", self._path
-                )
             return None
         finally:
             os.close(fd)
@@ -121,7 +132,7 @@ class FileSinkTask(SinkTask):
             text = ordered.select(F.col("line").alias("text"))
         else:
             text = ordered.select(F.to_json(F.struct(*values)).alias("text"))
-        fd = open_regular(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, purpose="sink file")
+        fd = open_regular(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, purpose="sink file")
         try:
             half = batch.row_count // 2
             with os.fdopen(fd, "ab") as f:
@@ -132,11 +143,12 @@ class FileSinkTask(SinkTask):
                     f.write(("" if row.text is None else row.text).encode("utf-8") + b"\n")
                 f.flush()
                 os.fsync(f.fileno())
-                stat = os.fstat(f.fileno())  # the file written, whatever its name points to by now
+                # Of the file written, whatever its name points to by now.
+                identity = _identity(self._path, f.fileno(), os.fstat(f.fileno()).st_size)
         except OSError as exc:
             raise RetriableError(f"cannot write sink file `{self._path}`: {exc}") from exc
         self.log.info("appended %d line(s) to `%s`", batch.row_count, self._path)
-        return {_SIZE_KEY: stat.st_size, **_identity(self._path, stat)}
+        return identity
 
 
 class FileSinkConnector(SinkConnector[FileSinkConfig]):
