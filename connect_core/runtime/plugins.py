@@ -89,16 +89,20 @@ class PluginRegistry:
 
     def resolve(self, connector_class: str) -> Plugin:
         """The plugin `connector_class` names; ConfigError listing the available ones if none."""
+        if not isinstance(connector_class, str):
+            message = (
+                f"`connector.class` must be a string naming a connector plugin, not {type(connector_class).__name__}"
+            )
+            raise ConfigError(message, {"connector.class": [message]})
         plugins = self.plugins()
         name = ALIASES.get(connector_class, connector_class)
         if name in plugins:
             return plugins[name]
+        # Only installed plugins (entry points, the plugin path) are ever loaded, as Kafka loads only
+        # what plugin.path holds: a class path from a request never makes the server import a module.
         for plugin in plugins.values():
             if connector_class in (plugin.class_path, plugin.cls.__name__):
                 return plugin
-        imported = _import_class(connector_class)
-        if imported is not None:
-            return Plugin(f"{imported.__module__}.{imported.__qualname__}", imported, "import")
         available = ", ".join(sorted(plugins)) or "none"
         message = f"connector class `{connector_class}` not found; available plugins: {available}"
         raise ConfigError(message, {"connector.class": [message]})
@@ -147,14 +151,3 @@ def _modules_in(directory: Path) -> list[ModuleType]:
             except Exception:
                 log.exception("could not import plugin module `%s`", entry)
     return modules
-
-
-def _import_class(dotted: str) -> type[Connector[Any]] | None:
-    module_name, sep, attr = dotted.partition(":") if ":" in dotted else dotted.rpartition(".")
-    if not sep or not module_name:
-        return None
-    try:
-        obj = getattr(importlib.import_module(module_name), attr, None)
-    except ImportError:
-        return None
-    return obj if _is_plugin(obj) else None

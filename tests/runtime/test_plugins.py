@@ -55,3 +55,19 @@ def test_connect_plugins_lists_plugin_path(tmp_path: Path) -> None:
     ).stdout
     assert '"name": "CountingSource2"' in out
     assert '"name": "FileSourceConnector"' in out
+
+
+def test_a_class_path_from_a_request_never_imports_a_module() -> None:
+    """`connector.class` comes from REST: naming a module must not make the server import (run) it."""
+    import pytest
+
+    from connect_core.sdk.errors import ConfigError
+
+    registry = PluginRegistry([])
+    sys.modules.pop("this", None)
+    with pytest.raises(ConfigError, match="not found"):
+        registry.resolve("this.Anything")
+    assert "this" not in sys.modules
+    with pytest.raises(ConfigError, match="must be a string"):
+        registry.resolve(["FileSourceConnector"])  # type: ignore[arg-type]
+    assert registry.resolve("connect_core.connectors.file.source.FileSourceConnector").name == "FileSourceConnector"
