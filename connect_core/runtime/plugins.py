@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import logging
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -73,8 +74,10 @@ class Plugin:
 
 
 class PluginRegistry:
-    def __init__(self, plugin_dirs: list[Path] | None = None) -> None:
+    def __init__(self, plugin_dirs: list[Path] | None = None, *, extra: Sequence[type[Connector[Any]]] = ()) -> None:
+        """Plugins come from entry points, `plugin_dirs`, and `extra` classes (an embedding program's own)."""
         self._plugin_dirs = list(plugin_dirs or [])
+        self._extra = list(extra)
         self._plugins: dict[str, Plugin] | None = None
 
     def plugins(self) -> dict[str, Plugin]:
@@ -117,6 +120,8 @@ class PluginRegistry:
                 continue
             if _is_plugin(cls):
                 found.setdefault(ep.name, Plugin(ep.name, cls, "entry point"))
+        for cls in self._extra:
+            found.setdefault(cls.__name__, Plugin(cls.__name__, cls, "registered"))
         for directory in self._plugin_dirs:
             for module in _modules_in(directory):
                 for _, cls in inspect.getmembers(module, _is_plugin):

@@ -123,3 +123,13 @@ def test_openapi_and_docs_need_the_token(make_api: Callable[..., Served]) -> Non
         assert httpx.get(f"{api.url}{path}", headers={"Authorization": "Bearer t0ken-for-docs"}).status_code == 200
     spec = httpx.get(f"{api.url}/openapi.json", headers={"Authorization": "Bearer t0ken-for-docs"}).json()
     assert "/connectors" in spec["paths"]
+
+
+def test_non_finite_numbers_are_400(api: Served, runtime: Runtime, tmp_path: Path) -> None:
+    """Python's JSON parser takes `NaN` and `Infinity`; Postgres' jsonb does not (it was a 500)."""
+    body = '{"name": "nan", "config": {"connector.class": "FileSourceConnector", "topic": "t", "x": NaN}}'
+    answer = httpx.post(f"{api.url}/connectors", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 400 and "finite" in answer.json()["message"]
+    by_query = httpx.get(f"{api.url}/rocketmq/connectors/q", params={"config": '{"x": Infinity}'})
+    assert by_query.status_code == 400
+    assert runtime.connectors.names() == []

@@ -1,4 +1,4 @@
-"""Limits on the shape of user JSON: nesting depth, string size, NUL characters.
+"""Limits on the shape of user JSON: nesting depth, string size, NUL characters, finite numbers.
 
 Checked at the REST edge (before a route parses the body) and again where every config enters
 the store (REST body or query, CLI file), so a config too deep to mask, encode or show, or a
@@ -7,6 +7,7 @@ value Postgres cannot hold, never gets in. Iterative: a hostile depth costs no r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ def check_json_shape(value: Any, *, max_depth: int, max_value_bytes: int, root: 
                 stack.extend((f"{where}[{i}]", child, depth + 1) for i, child in enumerate(item))
         elif isinstance(item, str):
             _check_string(where, item, max_value_bytes)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ShapeError(f"`{where}` is {item}, which JSON does not allow (a finite number only)")
 
 
 def _check_string(where: str, text: str, max_value_bytes: int) -> None:

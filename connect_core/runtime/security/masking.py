@@ -43,9 +43,11 @@ _SECRET_KEY = re.compile(rf"(?:{_SECRET_WORDS})|(?:^|[._-])key$", re.IGNORECASE)
 # the password part at `/`, `?`, `#` or blank, so two matches never scan the same characters.
 _URL_CREDENTIALS = re.compile(r"://([^\s/@:]*):([^\s/?#@]*)@")
 # `password=…`, `"password": "…"`, `pwd = …`: a secret word, then `=` or `:`, then the value up to a
-# separator. The word may be the end of a longer key (`connection.password`).
+# blank, a quote or `&` (a URL query's separator). The word may be the end of a longer key
+# (`connection.password`). `;` and `,` may be part of a password, so the mask runs past them:
+# `;password=x;db=y` hides `x;db=y` — more than the secret, never less.
 _KEY_VALUE = re.compile(
-    rf"(?:{_SECRET_WORDS})[\"']?[ \t]*[:=][ \t]*(?P<q>[\"']?)(?P<value>[^\s\"'&;,}}]+)",
+    rf"(?:{_SECRET_WORDS})[\"']?[ \t]*[:=][ \t]*(?P<q>[\"']?)(?P<value>[^\s\"'&]+)",
     re.IGNORECASE,
 )
 

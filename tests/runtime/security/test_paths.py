@@ -114,7 +114,7 @@ def test_default_is_the_working_directory(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_every_plugins_local_paths_are_confined_at_validation(allowed: AllowedPaths, tmp_path: Path) -> None:
-    registry = PluginRegistry()
+    registry = PluginRegistry(extra=[DirsSource])
     DirsSource.validated.clear()
     config = {
         "connector.class": PLUGIN,
