@@ -25,6 +25,7 @@ import psycopg2
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.submit import security_env
 
 __all__ = ["AIRFLOW_COMPONENTS", "Platform", "airflow_environment"]
 
@@ -96,6 +97,8 @@ def airflow_environment(settings: Settings, connect_url: str, *, port: int, airf
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "CONNECT_DATABASE_URL": connect_url,
         "CONNECT_HOME": str(settings.home),
+        # Resolved here, so every Airflow process checks against what this one was started with.
+        **security_env(settings),
         "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }

@@ -1,19 +1,30 @@
-"""Running a task through a real `spark-submit` of the runner."""
+"""Running a task through a real `spark-submit` of the runner.
+
+Secrets never travel as arguments: `ps` and `/proc/<pid>/cmdline` show every process's
+arguments to every user of the machine, and spark-submit's command line ends up in logs. The
+metadata database URL goes by the process environment (`runner_env`); Spark settings whose key
+looks secret (`spark.hadoop.fs.s3a.secret.key`) go in a properties file only the user can read,
+deleted as soon as spark-submit exits (`secret_properties`). The command that is logged is masked.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.jvm_archive import driver_java_options
+from connect_core.runtime.security import is_secret_key, mask_text, masker
 from connect_core.runtime.settings import Settings
 
 if TYPE_CHECKING:
@@ -27,10 +38,13 @@ __all__ = [
     "merge_spark_conf",
     "runner_args",
     "runner_env",
+    "secret_properties",
+    "security_env",
     "spark_conf",
     "spark_env",
     "spark_submit_command",
     "spark_submit_path",
+    "split_secret_conf",
     "submit_task",
     "submit_tasks",
 ]
@@ -39,6 +53,8 @@ log = logging.getLogger(__name__)
 
 RESULT_PREFIX = "CONNECT_RESULT "
 RUNNER_MAIN = Path(__file__).with_name("_runner_main.py")
+#: Spark's own redaction (UI, event log, `--verbose`) by key: its default pattern, plus our database URL.
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|database[._]?url"
 
 
 def exit_code(state: str) -> int:
@@ -78,6 +94,7 @@ def spark_conf(conf: Mapping[str, str] | None = None, settings: Settings | None 
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
+        "spark.redaction.regex": REDACTION_REGEX,
         **(conf or {}),
     }
     archive = driver_java_options(settings) if settings is not None else None
@@ -100,6 +117,49 @@ def merge_spark_conf(*confs: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
+def split_secret_conf(conf: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(settings that may be arguments, settings whose key looks secret). The secret ones' values
+    become known secrets of this process's masker, so no log line shows them either."""
+    public: dict[str, str] = {}
+    secret: dict[str, str] = {}
+    for key, value in conf.items():
+        (secret if is_secret_key(key) else public)[key] = str(value)
+    for value in secret.values():
+        masker.add(value)
+    return public, secret
+
+
+@contextlib.contextmanager
+def secret_properties(entries: Mapping[str, str]) -> Iterator[list[str]]:
+    """spark-submit arguments that load `entries` from a file only this user can read (a fresh 0700
+    directory, a 0600 file), deleted when the block ends; no arguments when there is nothing secret.
+
+    `--load-spark-defaults` keeps `spark-defaults.conf` in effect, which `--properties-file` alone
+    would replace. spark-submit reads the file at start-up; it must exist until the process exits."""
+    if not entries:
+        yield []
+        return
+    folder = tempfile.mkdtemp(prefix="connect-submit-")  # mode 0700
+    try:
+        path = os.path.join(folder, "secret.properties")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines(f"{_property(key)}={_property(value)}\n" for key, value in entries.items())
+        yield ["--properties-file", path, "--load-spark-defaults"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _property(text: str) -> str:
+    """`text` escaped for a Java properties file, which Spark reads as UTF-8."""
+    return text.translate(_PROPERTY_ESCAPES)
+
+
+_PROPERTY_ESCAPES = str.maketrans(
+    {**{c: "\\" + c for c in "\\=:#! "}, "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+)
+
+
 def runner_args(connector: str, task_id: int, pool: str | None = None) -> list[str]:
     return ["--connector", connector, "--task", str(task_id), *(["--pool", pool] if pool else [])]
 
@@ -115,6 +175,18 @@ def spark_env(settings: Settings) -> dict[str, str]:
     }
 
 
+def security_env(settings: Settings) -> dict[str, str]:
+    """The worker's security settings, resolved, for a child process (a runner, Airflow's processes):
+    it must check against what this process was started with, whatever its own working directory
+    (the default of `file.allowed.paths`)."""
+    return {
+        "CONNECT_FILE_ALLOWED_PATHS": ",".join(map(str, settings.allowed_file_dirs())),
+        "CONNECT_CONFIG_PROVIDERS": settings.config_providers,
+        "CONNECT_CONFIG_PROVIDERS_FILE_ALLOWED_PATHS": ",".join(map(str, settings.provider_file_dirs())),
+        "CONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN": settings.config_providers_env_allowlist_pattern,
+    }
+
+
 def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
     """What the runner needs from its parent. The database URL goes by environment, never on
     the command line, so it does not show in `ps` or logs."""
@@ -124,11 +196,7 @@ def runner_env(settings: Settings, database_url: str) -> dict[str, str]:
         "CONNECT_TOPICS_PATH": settings.topics_base,
         "CONNECT_PLUGIN_PATH": settings.plugin_path,
         "CONNECT_LEASE_SECONDS": str(settings.lease_seconds),
-        # The worker's security settings travel resolved: the driver's working directory may differ.
-        "CONNECT_CONFIG_PROVIDERS": settings.config_providers,
-        "CONNECT_CONFIG_PROVIDERS_FILE_ALLOWED_PATHS": ",".join(map(str, settings.provider_file_dirs())),
-        "CONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN": settings.config_providers_env_allowlist_pattern,
-        "CONNECT_FILE_ALLOWED_PATHS": ",".join(map(str, settings.allowed_file_dirs())),
+        **security_env(settings),
         **spark_env(settings),
     }
 
@@ -142,13 +210,19 @@ def spark_submit_command(
     conf: Mapping[str, str] | None = None,
     pool: str | None = None,
     more: Sequence[tuple[str, int]] = (),
+    secret_args: Sequence[str] = (),
 ) -> list[str]:
     """The spark-submit of one run of task `connector`-`task_id` — and of the tasks in `more` after
-    it, one after another in the same Spark application (as a Kafka Connect worker hosts many tasks)."""
+    it, one after another in the same Spark application (as a Kafka Connect worker hosts many tasks).
+
+    Settings whose key looks secret are left out of the arguments: pass `secret_args` (from
+    `secret_properties` of the second half of `split_secret_conf`) to load them from a file."""
     cmd = [spark_submit_path(settings), "--master", master]
     cmd += ["--name", f"connect:{connector}:task-{task_id}" + (f"+{len(more)}" if more else "")]
-    for key, value in spark_conf(conf, settings).items():
+    public, _ = split_secret_conf(spark_conf(conf, settings))
+    for key, value in public.items():
         cmd += ["--conf", f"{key}={value}"]
+    cmd += secret_args
     args = runner_args(connector, task_id, pool)
     for other, other_task in more:
         args += ["--connector", other, "--task", str(other_task)]
@@ -196,27 +270,25 @@ def submit_tasks(
     """One spark-submit running a run of each task in `tasks`, in order, in one Spark application
     (one JVM and SparkSession start-up for all). The first task's start-up is in its `wall_s`."""
     (connector, task_id), *more = tasks
+    masker.add_config({"database_url": database_url})  # its password, should any output echo it
     env = {**os.environ, **runner_env(settings, database_url), **(extra_env or {})}
     if master is None and placement is not None:
-        cmd = spark_submit_command(
-            settings,
-            connector,
-            task_id,
-            master=placement.master,
-            conf=merge_spark_conf(placement.conf, conf or {}),
-            pool=placement.pool,
-            more=more,
-        )
+        master, pool, conf = placement.master, placement.pool, merge_spark_conf(placement.conf, conf or {})
     else:
-        cmd = spark_submit_command(settings, connector, task_id, master=master or "local[*]", conf=conf, more=more)
-    log.info("spark-submit of %s: %s", ", ".join(f"`{c}-{t}`" for c, t in tasks), " ".join(cmd))
-    started = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        master, pool = master or "local[*]", None
+    _, secret = split_secret_conf(spark_conf(conf, settings))
+    with secret_properties(secret) as secret_args:
+        cmd = spark_submit_command(
+            settings, connector, task_id, master=master, conf=conf, pool=pool, more=more, secret_args=secret_args
+        )
+        log.info("spark-submit of %s: %s", ", ".join(f"`{c}-{t}`" for c, t in tasks), mask_text(" ".join(cmd)))
+        started = time.monotonic()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     wall = round(time.monotonic() - started, 3)
     results = [
         json.loads(line[len(RESULT_PREFIX) :]) for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)
     ]
-    tail = "\n".join(proc.stderr.splitlines()[-30:])
+    tail = mask_text("\n".join(proc.stderr.splitlines()[-30:]))
     run_s = [float(r.get("timings", {}).get("run_s", 0.0)) for r in results]
     found = []
     for i, (name, task) in enumerate(tasks):

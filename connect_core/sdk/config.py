@@ -21,6 +21,7 @@ __all__ = [
     "SinkConnectorConfig",
     "TopicList",
     "TopicName",
+    "TopicNames",
     "check_schedule",
     "check_topic_name",
     "schedule_interval",
@@ -75,7 +76,11 @@ def check_topic_name(value: str) -> str:
 
 #: One topic name, validated as Kafka validates it.
 TopicName = Annotated[str, AfterValidator(check_topic_name)]
-TopicList = Annotated[list[TopicName], BeforeValidator(split_list)]
+#: Topic names, validated: a list or a comma-separated string.
+TopicNames = Annotated[list[TopicName], BeforeValidator(split_list)]
+#: Kafka's LIST type: a list or a comma-separated string, of any strings (connectors use it for
+#: table lists too, so its items are not checked as topic names: that is `TopicNames`).
+TopicList = Annotated[list[str], BeforeValidator(split_list)]
 
 
 def schedule_interval(value: str) -> timedelta | None:
@@ -169,7 +174,7 @@ class SinkConnectorConfig(ConnectorConfig):
         default=None,
         description="Extra cron/preset schedule of the sink's DAG; it also runs whenever its topics get new data.",
     )
-    topics: TopicList = Field(
+    topics: TopicNames = Field(
         validation_alias=AliasChoices("connect.topicnames", "topics"),
         min_length=1,
         description="Topics to copy from: a list or a comma-separated string (`connect.topicnames` or `topics`).",

@@ -73,5 +73,8 @@ class AirflowCli:
 def airflow(airflow_db: str, database_url: str, tmp_path: Path) -> AirflowCli:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONNECT_", "AIRFLOW"))}
     env.update(airflow_env_vars(airflow_db, tmp_path / "airflow-home"))
-    env.update(CONNECT_DATABASE_URL=database_url, CONNECT_HOME=str(tmp_path / "home"))
+    # File connectors of a test use its tmp_path (`file.allowed.paths`).
+    env.update(
+        CONNECT_DATABASE_URL=database_url, CONNECT_HOME=str(tmp_path / "home"), CONNECT_FILE_ALLOWED_PATHS=str(tmp_path)
+    )
     return AirflowCli(env)

@@ -1,0 +1,77 @@
+"""`ConnectSubmitHook`: the Spark provider's hook, with the task's Spark pool as master and no secret in argv.
+
+Two defaults of `SparkSubmitHook` leak secrets when used as is:
+
+* Without the `connect_spark` Airflow connection it resolves the master to `yarn` and decides
+  *then* that it submits to YARN; overriding the master afterwards leaves that decision in place,
+  so every `env_vars` entry became a `--conf spark.yarn.appMasterEnv.NAME=value` argument: in
+  `ps`, and in the task log's "Spark-Submit cmd" line. This hook takes the master of the task's
+  pool and decides YARN / Kubernetes / standalone-cluster from *that*.
+* `env_vars` are arguments whenever the master is YARN or Kubernetes, even in client mode where
+  the driver is the spark-submit process itself. This hook never hands the provider `env_vars`:
+  the runner's environment goes to the spark-submit process as its environment, and where the
+  driver runs elsewhere (cluster deploy mode) as Spark settings in a 0600 properties file, as do
+  Spark settings whose key looks secret (`submit.secret_properties`), deleted after the submit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+from connect_core.runtime.submit import secret_properties
+
+__all__ = ["ConnectSubmitHook", "driver_env_conf"]
+
+
+def driver_env_conf(master: str, env: Mapping[str, str]) -> dict[str, str]:
+    """Spark settings that give a driver running on the cluster (cluster deploy mode) `env`."""
+    if "yarn" in master:
+        prefix = "spark.yarn.appMasterEnv."
+    elif "k8s" in master:
+        prefix = "spark.kubernetes.driverEnv."
+    else:  # standalone: Spark runs no Python driver in cluster deploy mode there
+        return {}
+    return {prefix + name: value for name, value in env.items()}
+
+
+class ConnectSubmitHook(SparkSubmitHook):
+    """A `SparkSubmitHook` that submits to `master` with `process_env` and `secret_conf` kept off argv."""
+
+    def __init__(
+        self,
+        *,
+        master: str,
+        process_env: Mapping[str, str],
+        secret_conf: Mapping[str, str],
+        cluster_env: Mapping[str, str],
+        **kwargs: Any,
+    ) -> None:
+        if kwargs.get("env_vars"):
+            raise ValueError("ConnectSubmitHook takes `process_env`, never `env_vars` (which become arguments)")
+        self._master = master
+        super().__init__(**kwargs)
+        self._process_env = dict(process_env)
+        self._secret_conf = dict(secret_conf)
+        if self._connection["deploy_mode"] == "cluster":
+            # The driver is not this process's child: it gets the runner's settings from Spark.
+            self._secret_conf.update(driver_env_conf(master, cluster_env))
+
+    def _resolve_connection(self) -> dict[str, Any]:
+        # The base __init__ derives YARN / Kubernetes / cluster tracking from this: the pool's master.
+        connection = super()._resolve_connection()
+        connection["master"] = self._master
+        return connection
+
+    def _build_spark_common_args(self) -> list[str]:
+        return [*super()._build_spark_common_args(), *self._secret_args]
+
+    def submit(self, application: str = "", **kwargs: Any) -> str | None:
+        env = {**os.environ, **kwargs.pop("env", {}), **self._process_env}
+        with secret_properties(self._secret_conf) as self._secret_args:
+            return super().submit(application, env=env, **kwargs)
+
+    _secret_args: list[str] = []
