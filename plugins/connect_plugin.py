@@ -1,6 +1,8 @@
-"""The Airflow plugin of Connect: the REST API under `/connect` and the Connect view in the UI.
+"""The Airflow plugin of Connect: the REST API under `/connect`, the Connect view in the UI, and a
+middleware that makes pausing a connector's DAG pause the connector (and unpausing resume it).
 
-Thin on purpose: the apps are `connect_core.rest.app` and `connect_core.web.view`.
+Thin on purpose: the apps are `connect_core.rest.app` and `connect_core.web.view`, the middleware
+`connect_core.airflow.pause_sync`.
 Airflow does not protect a plugin's FastAPI apps by itself, so both require
 Airflow's own authentication (a bearer token from `/auth/token`, or the UI's
 session cookie). They read the metadata store named by CONNECT_DATABASE_URL.
@@ -9,6 +11,7 @@ session cookie). They read the metadata store named by CONNECT_DATABASE_URL.
 from airflow.api_fastapi.core_api.security import get_user
 from airflow.plugins_manager import AirflowPlugin
 
+from connect_core.airflow.pause_sync import DagPauseMirror
 from connect_core.rest.app import create_app
 from connect_core.runtime.context import Runtime
 from connect_core.web.view import create_view_app
@@ -23,6 +26,14 @@ class ConnectPlugin(AirflowPlugin):
     fastapi_apps = [
         {"app": create_app(_runtime, auth=[get_user]), "url_prefix": "/connect", "name": "Connect REST API"},
         {"app": create_view_app(_runtime, auth=[get_user]), "url_prefix": "/connect-ui", "name": "Connect view"},
+    ]
+    fastapi_root_middlewares = [
+        {
+            "middleware": DagPauseMirror,
+            "args": [],
+            "kwargs": {},
+            "name": "Connect: a DAG's pause follows to its connector",
+        }
     ]
     external_views = [
         {"name": "Connect", "href": "/connect-ui/", "url_route": "connect", "destination": "nav", "category": "browse"}

@@ -64,6 +64,9 @@ class ConnectSubmitHook(SparkSubmitHook):
         # The base __init__ derives YARN / Kubernetes / cluster tracking from this: the pool's master.
         connection = super()._resolve_connection()
         connection["master"] = self._master
+        # Without the connection, the provider drops the deploy mode and queue it was given.
+        connection["deploy_mode"] = connection["deploy_mode"] or self._deploy_mode
+        connection["queue"] = connection["queue"] or self._yarn_queue
         return connection
 
     def _build_spark_common_args(self) -> list[str]:
