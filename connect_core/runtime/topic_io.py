@@ -10,6 +10,8 @@ each row its exact offset without any ordering work at write time.
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,17 +33,25 @@ SEQ_COLUMN = "__seq"
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 RESERVED_COLUMNS = frozenset({RUN_COLUMN, SEQ_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN})
 
+log = logging.getLogger(__name__)
+
 
 def write_segment(spark: SparkSession, records: DataFrame | ArrowRecords, path: str, run_id: int) -> int:
     """Write `records` as a Parquet segment at `path`; returns its row count (0: nothing written).
 
     ArrowRecords on a local path are written by the Python workers with pyarrow (the same
     files Spark would write, its schema with field metadata kept in the footer); anything
-    else by Spark."""
+    else by Spark.
+
+    Whatever already is at `path` is replaced: the path is this run's own (`TopicStore.segment_path`:
+    its run id is new in its metadata database, whose cluster id is in the path), so files there
+    were left by a run no committed segment names (a database restored from a backup reuses its
+    run ids, a run was killed mid-write) and must neither block this run nor mix into its segment."""
     columns = records.schema.fieldNames() if isinstance(records, ArrowRecords) else records.columns
     clash = RESERVED_COLUMNS.intersection(columns)
     if clash:
         raise FatalError(f"source rows must not have the runtime's columns {sorted(clash)}; rename them")
+    _remove_stale(spark, path)
     local = _local_dir(path)
     if isinstance(records, ArrowRecords):
         if local is not None:
@@ -56,6 +66,22 @@ def write_segment(spark: SparkSession, records: DataFrame | ArrowRecords, path: 
         .parquet(path)
     )
     return _row_count(spark, path)
+
+
+def _remove_stale(spark: SparkSession, path: str) -> None:
+    """Delete files an uncommitted run left at `path` (see `write_segment`)."""
+    local = _local_dir(path)
+    if local is not None:
+        if Path(local).exists():
+            log.warning("replacing files at %s left by a run that never committed", path)
+            shutil.rmtree(local)
+        return
+    jvm: Any = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if fs.exists(hadoop_path):
+        log.warning("replacing files at %s left by a run that never committed", path)
+        fs.delete(hadoop_path, True)
 
 
 def _local_dir(path: str) -> str | None:

@@ -2,26 +2,34 @@
 
 A topic is a set of partitions; each committed micro-batch of a source task is
 one Parquet *segment* of one partition, with a contiguous offset range. The
-Parquet files live under `<base>/<topic>/partition=<p>/run=<run id>`; only the
-paths recorded in `topic_segments` are part of the topic, so a killed run's
-files are never read and need no rename to become visible.
+Parquet files live under `<base>/<cluster id>/<topic>/partition=<p>/run=<run id>`;
+only the paths recorded in `topic_segments` are part of the topic, so a killed
+run's files are never read and need no rename to become visible.
+
+The topic store belongs to its metadata database: run ids are only unique within
+one database, so the database's *cluster id* (a random uuid made by migration
+0005, as Kafka's cluster id) keeps two databases that share a topics directory
+(the embedded default, then a server's) out of each other's paths. Segments
+committed before there was a cluster id keep the paths they were recorded with.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Integer, Text, func, select
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from connect_core.runtime.models import TopicPartitionRow, TopicRow, TopicSegmentRow
+from connect_core.runtime.models import Base, TopicPartitionRow, TopicRow, TopicSegmentRow
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
 
-__all__ = ["Segment", "TopicStore", "check_topic_name"]
+__all__ = ["ClusterRow", "Segment", "TopicStore", "check_topic_name"]
 
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
@@ -34,6 +42,16 @@ def check_topic_name(name: str) -> str:
             {"topic": [f"invalid topic name `{name}`"]},
         )
     return name
+
+
+class ClusterRow(Base):
+    """The metadata database's identity: one row (id 1), made by migration 0005."""
+
+    __tablename__ = "cluster"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    cluster_id: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 
 @dataclass(frozen=True)
@@ -51,9 +69,25 @@ class TopicStore:
     def __init__(self, engine: Engine, base_path: str) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self.base_path = base_path.rstrip("/")
+        self._cluster_id: str | None = None
+
+    def cluster_id(self) -> str:
+        """This metadata database's cluster id (made once, by the migration; read once per store)."""
+        if self._cluster_id is None:
+            with self._sessions.begin() as s:
+                found = s.scalar(select(ClusterRow.cluster_id).where(ClusterRow.id == 1))
+                if found is None:  # the row was deleted by hand: a new identity, as a new database gets
+                    s.execute(insert(ClusterRow).values(id=1, cluster_id=str(uuid.uuid4())).on_conflict_do_nothing())
+                    found = s.scalars(select(ClusterRow.cluster_id).where(ClusterRow.id == 1)).one()
+            self._cluster_id = found
+        return self._cluster_id
 
     def segment_path(self, topic: str, partition: int, run_id: int) -> str:
-        return f"{self.base_path}/{check_topic_name(topic)}/partition={partition}/run={run_id}"
+        """Where run `run_id` stages its segment of `topic`'s `partition`: a path no other run of any
+        metadata database sharing the base path uses (files found there were left by a run that
+        never committed, and the writer replaces them)."""
+        name = check_topic_name(topic)
+        return f"{self.base_path}/{self.cluster_id()}/{name}/partition={partition}/run={run_id}"
 
     def ensure_topic(self, name: str, partitions: int = 1) -> int:
         """Create the topic if it is new; returns its partition count (an existing topic keeps its own)."""
