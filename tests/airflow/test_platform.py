@@ -59,6 +59,11 @@ class Api:
         assert resp.status_code == 200, resp.text
         return resp.json()
 
+    def patch(self, path: str, body: dict[str, Any]) -> Any:
+        resp = httpx.patch(f"{self.base}/api/v2{path}", headers=self.headers, json=body, timeout=30)
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
     def dag_ids(self) -> set[str]:
         return {d["dag_id"] for d in self.get("/dags?limit=100")["dags"]}
 
@@ -72,8 +77,10 @@ def platform(database_url: str, pg_server: str, tmp_path: Path) -> Iterator[tupl
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONNECT_", "AIRFLOW"))}
     env.update(CONNECT_DATABASE_URL=database_url, CONNECT_HOME=str(tmp_path / "home"), SPARK_LOCAL_IP="127.0.0.1")
     log = (tmp_path / "platform.log").open("w")
+    # Started from tmp_path with no CONNECT_FILE_ALLOWED_PATHS: Airflow's processes must get that directory.
     proc = subprocess.Popen(
         [sys.executable, "-m", "connect_core.cli", "airflow", "up", "--port", str(port), "--airflow-db", airflow_db],
+        cwd=tmp_path,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -169,8 +176,23 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
     assert api.get("/dags/connect__fileSourceConnector")["is_paused"] is True
     _cli(env, "resume", "fileSourceConnector")
     assert api.get("/dags/connect__fileSourceConnector")["is_paused"] is False
+    _check_pause_in_airflow_reaches_the_connector(api, runtime)
     _cli(env, "delete", "fileSinkConnector")
     _wait("the deleted connector's DAG to go", lambda: "connect__fileSinkConnector" not in api.dag_ids(), 180)
+
+
+def _check_pause_in_airflow_reaches_the_connector(api: Api, runtime: Runtime) -> None:
+    """Pausing the DAG through Airflow's API (what the UI's toggle calls) pauses the connector, and back."""
+    name, dag = "fileSourceConnector", "/dags/connect__fileSourceConnector"
+    api.patch(dag, {"is_paused": True})
+    assert runtime.connectors.get(name).target_state == "PAUSED"  # by the time Airflow answered
+    api.patch(dag, {"is_paused": False})
+    assert runtime.connectors.get(name).target_state == "RUNNING"
+    # The bulk form (the UI's "pause all" of a search) too.
+    api.patch("/dags?dag_id_pattern=connect__fileSource%25", {"is_paused": True})
+    assert runtime.connectors.get(name).target_state == "PAUSED"
+    api.patch("/dags?dag_id_pattern=connect__fileSource%25", {"is_paused": False})
+    assert runtime.connectors.get(name).target_state == "RUNNING"
 
 
 def _check_ui(base: str, password: str) -> None:
