@@ -59,6 +59,13 @@ class ConnectSubmitHook(SparkSubmitHook):
         if self._connection["deploy_mode"] == "cluster":
             # The driver is not this process's child: it gets the runner's settings from Spark.
             self._secret_conf.update(driver_env_conf(master, cluster_env))
+        if self._secret_conf and self._properties_file:
+            # spark-submit reads one --properties-file: ours would silently replace the user's.
+            raise ValueError(
+                "`properties_file` cannot be combined with secret Spark settings or cluster deploy mode: "
+                "move its settings into the Spark pool's conf"
+            )
+        self._secret_args: list[str] = []
 
     def _resolve_connection(self) -> dict[str, Any]:
         # The base __init__ derives YARN / Kubernetes / cluster tracking from this: the pool's master.
@@ -75,6 +82,7 @@ class ConnectSubmitHook(SparkSubmitHook):
     def submit(self, application: str = "", **kwargs: Any) -> str | None:
         env = {**os.environ, **kwargs.pop("env", {}), **self._process_env}
         with secret_properties(self._secret_conf) as self._secret_args:
-            return super().submit(application, env=env, **kwargs)
-
-    _secret_args: list[str] = []
+            try:
+                return super().submit(application, env=env, **kwargs)
+            finally:
+                self._secret_args = []  # the file is gone once the block ends
