@@ -5,18 +5,19 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Response
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from connect_core.rest.deps import service
-from connect_core.rest.service import ConnectService
+from connect_core.rest.errors import answer_for, storable_params
+from connect_core.rest.service import ConnectService, server_info
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["Kafka Connect"])
+router = APIRouter(tags=["Kafka Connect"], dependencies=[Depends(storable_params)])
 Svc = Annotated[ConnectService, Depends(service)]
 ConfigBody = Annotated[dict[str, Any], Body(description="Connector config: keys to values.")]
 
@@ -36,8 +37,24 @@ class OffsetsBody(BaseModel):
 
 
 @router.get("/", summary="Server version")
-def root(svc: Svc) -> dict[str, Any]:
-    return svc.server_info()
+def root() -> dict[str, Any]:
+    return server_info()  # no service: answers while the metadata store is down
+
+
+@router.get("/health", summary="Whether the worker can serve requests (KIP-1017)")
+async def health(request: Request) -> JSONResponse:
+    """200 `healthy`, or 503 `unhealthy` with the reason (e.g. the metadata store is down)."""
+    try:
+        svc = await service(request)
+        await run_in_threadpool(svc.check_store)
+    except Exception as exc:
+        answer = answer_for(exc)
+        return JSONResponse(
+            status_code=503, content={"status": "unhealthy", "message": answer.message}, headers=answer.headers
+        )
+    return JSONResponse(
+        {"status": "healthy", "message": "Worker has completed startup and is ready to handle requests."}
+    )
 
 
 async def _snapshot(svc: ConnectService) -> Any:

@@ -8,11 +8,12 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from connect_core.rest.deps import service
+from connect_core.rest.errors import storable_params
 from connect_core.rest.service import ConnectService
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["Spark pools"])
+router = APIRouter(tags=["Spark pools"], dependencies=[Depends(storable_params)])
 Svc = Annotated[ConnectService, Depends(service)]
 
 

@@ -26,10 +26,11 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from connect_core.rest.deps import service
-from connect_core.rest.errors import status_of
+from connect_core.rest.errors import answer_for
 from connect_core.rest.service import ConnectService
-from connect_core.runtime.security import mask_config, mask_text
-from connect_core.sdk.errors import ConfigError, ConnectError
+from connect_core.runtime.db import check_storable
+from connect_core.runtime.security import mask_config
+from connect_core.sdk.errors import ConfigError
 
 __all__ = ["prefixed_router", "router"]
 
@@ -45,13 +46,15 @@ def _route(method: str, path: str, *, root: bool = True) -> Callable[[Callable[.
         @functools.wraps(fn)
         async def wrapper(*args: Any, **kwargs: Any) -> JSONResponse:
             try:
+                for key, value in kwargs.items():  # path and query parameters: a `%00` is a 400
+                    if isinstance(value, str):
+                        check_storable(value, f"parameter `{key}`")
                 if inspect.iscoroutinefunction(fn):
                     body = await fn(*args, **kwargs)
                 else:  # blocking store calls: off the event loop
                     body = await run_in_threadpool(fn, *args, **kwargs)
-            except ConnectError as exc:
-                code = status_of(exc)
-                return JSONResponse(status_code=code, content={"status": code, "body": mask_text(str(exc))})
+            except Exception as exc:  # every error, in the envelope (a store outage is a 503 too)
+                return _error(exc)
             return JSONResponse(content={"status": 200, "body": body})
 
         routers = [router, prefixed_router] if root else [prefixed_router]
@@ -60,6 +63,14 @@ def _route(method: str, path: str, *, root: bool = True) -> Callable[[Callable[.
         return fn
 
     return decorate
+
+
+def _error(exc: Exception) -> JSONResponse:
+    """RocketMQ's envelope around the answer Kafka's routes give for the same error."""
+    answer = answer_for(exc)
+    return JSONResponse(
+        status_code=answer.status, content={"status": answer.status, "body": answer.message}, headers=answer.headers
+    )
 
 
 def _status(svc: ConnectService, name: str) -> dict[str, Any]:
@@ -163,8 +174,8 @@ async def _json_config(request: Request) -> dict[str, Any]:
     raw = await request.body()
     try:
         config = json.loads(raw or b"{}")
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"the request body is not valid JSON: {exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError("the request body is not valid JSON (UTF-8)") from exc
     if not isinstance(config, dict):
         raise ConfigError("the request body must be a JSON object of config keys")
     return config
@@ -181,19 +192,20 @@ async def create(svc: Svc, name: str, request: Request) -> dict[str, Any]:
 @prefixed_router.get("/connectors/{name}", summary="Create a connector from `?config=<json>`")
 def get_or_create(svc: Svc, name: str, config: Annotated[str | None, Query()] = None) -> Any:
     """Kafka's GET /connectors/{name} (info); with `?config=<json>`, RocketMQ's create."""
+    check_storable(name, "path parameter `connector`")
     if config is None:
         return svc.info(name)
     try:
-        parsed = json.loads(config)
+        try:
+            parsed = json.loads(config)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"`config` is not valid JSON: {exc.msg} at position {exc.pos}") from exc
         if not isinstance(parsed, dict):
             raise ConfigError("`config` must be a JSON object of config keys")
         svc.create(name, parsed)
         return {"status": 200, "body": _info(svc, name)}
-    except json.JSONDecodeError as exc:
-        return JSONResponse(status_code=400, content={"status": 400, "body": f"`config` is not valid JSON: {exc}"})
-    except ConnectError as exc:
-        code = status_of(exc)
-        return JSONResponse(status_code=code, content={"status": code, "body": mask_text(str(exc))})
+    except Exception as exc:
+        return _error(exc)
 
 
 @_route("GET", "/connectors/{name}/stop")

@@ -16,8 +16,9 @@ from connect_core import __version__
 from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
 from connect_core.runtime.allocation import STRATEGIES
 from connect_core.runtime.changes import ChangeListener
-from connect_core.runtime.connectors_store import TARGET_STATES, ConnectorInfo, ConnectorStatus
+from connect_core.runtime.connectors_store import TARGET_STATES, ConnectorExistsError, ConnectorInfo, ConnectorStatus
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.db import check_storable
 from connect_core.runtime.pools import PoolStore
 from connect_core.runtime.rebalancer import Rebalancer, sync_airflow_pools
 from connect_core.runtime.security import mask_config, mask_text
@@ -26,9 +27,17 @@ from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
 from connect_core.sdk.records import SourcePosition, TopicPartition
 
-__all__ = ["ConnectService", "NotStoppedError"]
+__all__ = ["ConnectService", "NotStoppedError", "server_info"]
 
 WORKER_ID = "connect-core"
+#: Kafka's bounds of a topic partition (int32) and an offset (int64), which the store's columns share.
+_MAX_PARTITION = 2**31 - 1
+_MAX_OFFSET = 2**63 - 1
+
+
+def server_info() -> dict[str, Any]:
+    """Kafka's `GET /`: needs no database, so it answers while the metadata store is down."""
+    return {"version": __version__, "commit": "connect-core", "kafka_cluster_id": "connect-core"}
 
 
 class NotStoppedError(ConfigError):
@@ -97,7 +106,11 @@ class ConnectService:
     # -- reading --------------------------------------------------------------
 
     def server_info(self) -> dict[str, Any]:
-        return {"version": __version__, "commit": "connect-core", "kafka_cluster_id": "connect-core"}
+        return server_info()
+
+    def check_store(self) -> None:
+        """One round trip to the metadata store (for /health); raises what the driver raised."""
+        self.rt.connectors.change_count()
 
     def _changed(self) -> None:
         """This service wrote: drop the snapshot so its next read sees the write."""
@@ -114,7 +127,10 @@ class ConnectService:
                     self._changes = ChangeListener(self.rt.engine)
             return None
         snap = self._snapshot
-        if snap is None or snap.version < self._changes.version():
+        # While the listener is disconnected it hears no NOTIFY, so the snapshot is served only
+        # after a read of the store itself (`snapshot()`): when the store is down, reads answer
+        # 503 rather than a state nobody can vouch for (a task may have failed meanwhile).
+        if snap is None or not self._changes.connected or snap.version < self._changes.version():
             return None
         return snap
 
@@ -253,27 +269,51 @@ class ConnectService:
                 f"`initial_state` must be one of {', '.join(TARGET_STATES)}, not `{initial_state}`",
                 {"initial_state": [f"must be one of {', '.join(TARGET_STATES)}"]},
             )
+        _check_input(name, config)
         self.rt.create_connector(name, config, target_state=initial_state)
         self._changed()
         return self.info(name)
 
     def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
-        """Create or replace; returns (created, info)."""
-        if name in self.names():
-            self.rt.update_connector(name, config)
-            self._changed()
-            return False, self.info(name)
-        return True, self.create(name, config)
+        """Create or replace; returns (created, info).
+
+        Tried as a replace first, then as a create; a create that loses to a concurrent one
+        replaces what that one created, as a PUT does: concurrent PUTs never answer 409.
+        """
+        _check_input(name, config)
+        try:
+            return False, self._replace(name, config)
+        except NotFoundError:
+            pass
+        try:
+            return True, self.create(name, config)
+        except ConnectorExistsError:
+            return False, self._replace(name, config)
+
+    def _replace(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        self.rt.update_connector(name, config)
+        self._changed()
+        return self.info(name)
 
     def patch_config(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
-        """Kafka's PATCH: keys with null values are removed, others set."""
-        current = dict(self.rt.connectors.get(name).config)
-        for key, value in patch.items():
-            if value is None:
-                current.pop(key, None)
-            else:
-                current[key] = value
-        self.rt.update_connector(name, current)
+        """Kafka's PATCH: keys with null values are removed, others set.
+
+        The merge happens under the connector's row lock, on the config as it is then: of
+        concurrent PATCHes each sees the previous one's keys, none is lost.
+        """
+        _check_input(name, patch)
+
+        def patched(current: dict[str, Any]) -> dict[str, Any]:
+            for key, value in patch.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            # The runtime's own validation (as create and PUT): one definition of a valid config.
+            return self.rt._validated(name, current)
+
+        self.rt.connectors.modify_config(name, patched)
+        self.rt._place_new_work()
         self._changed()
         return self.info(name)
 
@@ -340,6 +380,7 @@ class ConnectService:
         return {"offsets": entries}
 
     def alter_offsets(self, name: str, offsets: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        check_storable(list(offsets), "offsets")
         info = self._stopped(name)
         if info.type == "source":
             set_: list[SourcePosition] = []
@@ -365,8 +406,10 @@ class ConnectService:
                         'sink offsets look like {"partition": {"kafka_topic": …, "kafka_partition": …}, '
                         '"offset": {"kafka_offset": …}}'
                     ) from exc
-                if value is not None and value < 0:
-                    raise ConfigError(f"offset of `{tp.topic}-{tp.partition}` must be >= 0")
+                if not 0 <= tp.partition <= _MAX_PARTITION:
+                    raise ConfigError(f"`kafka_partition` of `{tp.topic}` must be 0 to {_MAX_PARTITION}")
+                if value is not None and not 0 <= value <= _MAX_OFFSET:
+                    raise ConfigError(f"offset of `{tp.topic}-{tp.partition}` must be 0 to {_MAX_OFFSET}")
                 changes[tp] = value
             self.rt.alter_sink_offsets(name, changes)
         return {"message": "The offsets for this connector have been altered successfully"}
@@ -410,6 +453,12 @@ class ConnectService:
 
     def reload_plugins(self) -> list[str]:
         return sorted(self.rt.registry.reload())
+
+
+def _check_input(name: str, config: Mapping[str, Any]) -> None:
+    """What the store could not hold answers 400 naming the key, before validation sees it."""
+    check_storable(name, "connector name")
+    check_storable(dict(config), "config")
 
 
 def _masked_pool(pool: dict[str, Any]) -> dict[str, Any]:

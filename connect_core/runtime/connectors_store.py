@@ -1,11 +1,14 @@
 """Connectors, their task configs, status, source positions and sink offsets.
 
-Every method that changes state is one transaction.
+Every method that changes state is one transaction. Locks are taken in one order by every
+writer (the connector row, then its task rows by id, then, through the triggers of migration
+0002, the change counter), the order the task runner and the rebalance use too, so concurrent
+changes wait for each other instead of deadlocking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,6 +17,7 @@ from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
+from connect_core.runtime.db import check_storable
 from connect_core.runtime.models import (
     ChangeCounterRow,
     ConnectorRow,
@@ -24,7 +28,7 @@ from connect_core.runtime.models import (
     TaskRunRow,
     TaskStatusRow,
 )
-from connect_core.sdk.errors import ConnectError, NotFoundError
+from connect_core.sdk.errors import ConflictError, NotFoundError
 from connect_core.sdk.records import CommittedOffset, Positions, SourcePosition, TopicPartition, partition_key
 
 __all__ = [
@@ -39,7 +43,7 @@ __all__ = [
 TARGET_STATES = ("RUNNING", "PAUSED", "STOPPED")
 
 
-class ConnectorExistsError(ConnectError):
+class ConnectorExistsError(ConflictError):
     """A connector of that name exists already."""
 
 
@@ -89,11 +93,14 @@ class ConnectorStore:
         task_configs: Sequence[Mapping[str, Any]],
         target_state: str = "RUNNING",
     ) -> ConnectorInfo:
+        _check_storable(name, config, task_configs)
         with self._sessions.begin() as s:
-            if s.get(ConnectorRow, name) is not None:
-                raise ConnectorExistsError(f"connector `{name}` already exists; delete it first or update its config")
-            s.add(
-                ConnectorRow(
+            # ON CONFLICT: of concurrent creates of one name, the first commits and the others
+            # wait for it on the key, then insert nothing (a check-then-insert would let two
+            # through to a unique violation).
+            created = s.execute(
+                insert(ConnectorRow)
+                .values(
                     name=name,
                     connector_class=connector_class,
                     type=type,
@@ -101,7 +108,11 @@ class ConnectorStore:
                     target_state=target_state,
                     config_version=1,
                 )
-            )
+                .on_conflict_do_nothing(index_elements=["name"])
+                .returning(ConnectorRow.name)
+            ).scalar()
+            if created is None:
+                raise ConnectorExistsError(f"connector `{name}` already exists; delete it first or update its config")
             s.add(ConnectorStatusRow(connector=name, state=target_state))
             s.flush()
             self._replace_tasks(s, name, task_configs, config_version=1)
@@ -117,13 +128,26 @@ class ConnectorStore:
         task_configs: Sequence[Mapping[str, Any]],
     ) -> ConnectorInfo:
         """Replace the config and task configs; bumps the config version (fencing running tasks)."""
+        new = {"connector_class": connector_class, "type": type, "config": config, "task_configs": task_configs}
+        return self.modify_config(name, lambda _current: new)
+
+    def modify_config(self, name: str, change: Callable[[dict[str, Any]], Mapping[str, Any]]) -> ConnectorInfo:
+        """Read-modify-write of a connector's config under its row lock, in one transaction.
+
+        `change` gets the current config and returns the new `connector_class`, `type`, `config`
+        and `task_configs` (it validates: a ConfigError leaves everything as it was). Concurrent
+        changes of one connector wait for each other, so none is lost (a PATCH that read the
+        config before another PATCH committed would otherwise overwrite it).
+        """
         with self._sessions.begin() as s:
             row = self._lock(s, name)
-            row.connector_class, row.type = connector_class, type
-            row.config = dict(config)
+            new = change(dict(row.config))
+            _check_storable(name, new["config"], new["task_configs"])
+            row.connector_class, row.type = new["connector_class"], new["type"]
+            row.config = dict(new["config"])
             row.config_version += 1
             row.updated_at = func.now()
-            self._replace_tasks(s, name, task_configs, config_version=row.config_version)
+            self._replace_tasks(s, name, new["task_configs"], config_version=row.config_version)
         return self.get(name)
 
     def _replace_tasks(
@@ -141,10 +165,24 @@ class ConnectorStore:
         for gone in existing.values():
             s.delete(gone)
 
-    def _lock(self, s: Session, name: str) -> ConnectorRow:
-        row = s.scalars(select(ConnectorRow).where(ConnectorRow.name == name).with_for_update()).one_or_none()
+    def _lock(self, s: Session, name: str, *, for_delete: bool = False) -> ConnectorRow:
+        """Lock the connector's row, then its task rows by id: the lock order of every writer.
+
+        FOR NO KEY UPDATE (not FOR UPDATE) unless deleting: a rebalance holds the connector
+        rows FOR KEY SHARE while it writes assignments, and must not wait for a config change.
+        """
+        query = select(ConnectorRow).where(ConnectorRow.name == name)
+        row = s.scalars(query.with_for_update(key_share=not for_delete)).one_or_none()
         if row is None:
             raise NotFoundError(f"connector `{name}` not found")
+        # Task rows now, before any write fires the change-counter trigger: a runner locks its task
+        # row before the counter, so taking a task row after the counter could deadlock with it.
+        s.execute(
+            select(TaskConfigRow.task_id)
+            .where(TaskConfigRow.connector == name)
+            .order_by(TaskConfigRow.task_id)
+            .with_for_update()
+        )
         return row
 
     def get(self, name: str) -> ConnectorInfo:
@@ -172,7 +210,7 @@ class ConnectorStore:
     def delete(self, name: str) -> None:
         """Delete the connector, its tasks and status. Positions and offsets stay, as in Kafka Connect."""
         with self._sessions.begin() as s:
-            self._lock(s, name)
+            self._lock(s, name, for_delete=True)
             s.execute(delete(ConnectorRow).where(ConnectorRow.name == name))
 
     def set_target_state(self, name: str, state: str) -> None:
@@ -207,6 +245,7 @@ class ConnectorStore:
         self, name: str, *, set_: Sequence[SourcePosition], remove: Sequence[Mapping[str, Any]]
     ) -> None:
         """Set or remove source positions (Kafka's PATCH offsets); fences running tasks."""
+        check_storable([[dict(p.partition), dict(p.offset)] for p in set_] + [dict(p) for p in remove], "offsets")
         with self._sessions.begin() as s:
             self._lock(s, name)
             self._fence(s, name)
@@ -261,13 +300,14 @@ class ConnectorStore:
             tasks = s.scalars(
                 select(TaskStatusRow).where(TaskStatusRow.connector == name).order_by(TaskStatusRow.task_id)
             ).all()
+            in_progress = _runs_in_progress(s, name)
             return ConnectorStatus(
                 name=name,
                 type=row.type,
                 state=conn.state if conn else "UNASSIGNED",
                 trace=conn.trace if conn else None,
                 worker_id=conn.worker_id if conn else None,
-                tasks=tuple(TaskStatus(t.task_id, t.state, t.trace, t.worker_id, t.last_run_id) for t in tasks),
+                tasks=_task_statuses(row.target_state, tasks, in_progress),
             )
 
     def change_count(self) -> int:
@@ -285,11 +325,10 @@ class ConnectorStore:
             for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
                 tasks.setdefault(t.connector, []).append(t.config)
             conn_status = {c.connector: c for c in s.scalars(select(ConnectorStatusRow))}
-            task_status: dict[str, list[TaskStatus]] = {}
+            task_rows: dict[str, list[TaskStatusRow]] = {}
             for ts in s.scalars(select(TaskStatusRow).order_by(TaskStatusRow.connector, TaskStatusRow.task_id)):
-                task_status.setdefault(ts.connector, []).append(
-                    TaskStatus(ts.task_id, ts.state, ts.trace, ts.worker_id, ts.last_run_id)
-                )
+                task_rows.setdefault(ts.connector, []).append(ts)
+            in_progress = _runs_in_progress(s)
         infos, statuses = {}, {}
         for r in rows:
             infos[r.name] = ConnectorInfo(
@@ -308,7 +347,7 @@ class ConnectorStore:
                 c.state if c else "UNASSIGNED",
                 c.trace if c else None,
                 c.worker_id if c else None,
-                tuple(task_status.get(r.name, ())),
+                _task_statuses(r.target_state, task_rows.get(r.name, ()), in_progress),
             )
         return version, infos, statuses
 
@@ -381,3 +420,42 @@ class ConnectorStore:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
+
+
+def _runs_in_progress(s: Session, connector: str | None = None) -> set[tuple[str, int]]:
+    """(connector, task) of every run holding a live lease: the tasks actually running now."""
+    query = select(TaskRunRow.connector, TaskRunRow.task_id).where(
+        TaskRunRow.state == "RUNNING", TaskRunRow.lease_expires_at > func.now()
+    )
+    if connector is not None:
+        query = query.where(TaskRunRow.connector == connector)
+    return {(c, t) for c, t in s.execute(query)}
+
+
+def _task_statuses(
+    target_state: str, rows: Sequence[TaskStatusRow], in_progress: set[tuple[str, int]]
+) -> tuple[TaskStatus, ...]:
+    """Task states as Kafka Connect reports them: a task row says how the last run went, but
+    where no run is in progress the connector's target state decides. A PAUSED connector's tasks
+    are PAUSED (a FAILED one stays FAILED, with its trace, as in Kafka); a STOPPED connector has
+    no tasks, as Kafka's (KIP-875) has none; a run still going on, whatever the target, is RUNNING."""
+    tasks = []
+    for t in rows:
+        running_now = (t.connector, t.task_id) in in_progress
+        state, trace = t.state, t.trace
+        if running_now:
+            state, trace = "RUNNING", None
+        elif target_state == "STOPPED":
+            continue
+        elif target_state == "PAUSED" and state != "FAILED":
+            state, trace = "PAUSED", None
+        tasks.append(TaskStatus(t.task_id, state, trace, t.worker_id, t.last_run_id))
+    return tuple(tasks)
+
+
+def _check_storable(name: str, config: Mapping[str, Any], task_configs: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse, naming the key, what Postgres cannot hold (a NUL in a name or value) before it
+    reaches SQL: a database error would be a 500 quoting the statement."""
+    check_storable(name, "connector name")
+    check_storable(dict(config), "config")
+    check_storable([dict(t) for t in task_configs], "task config")

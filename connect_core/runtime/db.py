@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 from typing import Any
 
+import psycopg2
+import psycopg2.errors
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.settings import Settings
-from connect_core.sdk.errors import RetriableError
+from connect_core.sdk.errors import ConfigError, RetriableError
 
-__all__ = ["database_url", "make_engine", "masked_url", "normalize_url"]
+__all__ = [
+    "CONFLICT",
+    "INVALID",
+    "TIMEOUT",
+    "UNAVAILABLE",
+    "check_storable",
+    "database_url",
+    "make_engine",
+    "masked_url",
+    "normalize_url",
+    "store_fault",
+    "unstorable",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +76,149 @@ def masked_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine for the metadata store; every connection uses UTC and a short lock timeout."""
-    engine = create_engine(normalize_url(url), pool_pre_ping=True, future=True, **kwargs)
+_DEFAULT_CONNECT_TIMEOUT: float = Settings.model_fields["db_connect_timeout"].default
+_DEFAULT_STATEMENT_TIMEOUT: float = Settings.model_fields["db_statement_timeout"].default
+
+
+def make_engine(
+    url: str,
+    *,
+    connect_timeout: float = _DEFAULT_CONNECT_TIMEOUT,
+    statement_timeout: float = _DEFAULT_STATEMENT_TIMEOUT,
+    **kwargs: Any,
+) -> Engine:
+    """An engine for the metadata store whose every wait is bounded.
+
+    A connection attempt gives up after `connect_timeout` (libpq's `connect_timeout`; waiting for a
+    pooled connection too), a statement after `statement_timeout` (0: unbounded), a wait for another
+    transaction's lock after half of it, so that a lock conflict surfaces as such rather than as a
+    statement timeout. TCP keepalives and `tcp_user_timeout` notice a server that vanished from the
+    network (a stopped server closes its sockets, which is noticed at once). Every connection uses UTC.
+    """
+    connect_args = dict(kwargs.pop("connect_args", {}))
+    connect_args.setdefault("connect_timeout", max(2, math.ceil(connect_timeout)))  # libpq: whole seconds, >= 2
+    connect_args.setdefault("keepalives", 1)
+    connect_args.setdefault("keepalives_idle", 10)
+    connect_args.setdefault("keepalives_interval", 5)
+    connect_args.setdefault("keepalives_count", 3)
+    if statement_timeout > 0:
+        connect_args.setdefault("tcp_user_timeout", int(statement_timeout * 1000))
+    kwargs.setdefault("pool_timeout", connect_timeout)
+    engine = create_engine(normalize_url(url), pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    statement_ms = int(statement_timeout * 1000)
+    lock_ms = statement_ms // 2
 
     @event.listens_for(engine, "connect")
     def _session_settings(dbapi_conn: Any, _record: Any) -> None:
         with dbapi_conn.cursor() as cur:
             cur.execute("SET TIME ZONE 'UTC'")
             cur.execute("SET application_name = 'connect_core'")
+            cur.execute(f"SET statement_timeout = {statement_ms}")
+            cur.execute(f"SET lock_timeout = {lock_ms}")
+        dbapi_conn.commit()  # SET inside psycopg2's implicit transaction: keep it past a later rollback
 
     return engine
+
+
+def unstorable(value: Any) -> tuple[tuple[str, ...], str] | None:
+    """Where in `value` (a JSON-like value) Postgres would refuse it, and why; None if it can be stored.
+
+    Postgres `text` and `jsonb` cannot hold a NUL character, UTF-8 has no unpaired surrogate
+    (JSON's `\\ud800`) and JSON has no NaN or Infinity (Python's json accepts them). The answer is the
+    path of keys down to the first offending key or value. Iterative and linear: a hostile body
+    cannot make it recurse or backtrack.
+    """
+    stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            why = _unstorable_text(item)
+            if why:
+                return path, why
+        elif isinstance(item, float) and not math.isfinite(item):
+            return path, "a number JSON cannot represent (NaN or Infinity)"
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                key_text = str(key)
+                why = _unstorable_text(key_text)
+                if why:
+                    return (*path, key_text), f"a key with {why}"
+                stack.append(((*path, key_text), child))
+        elif isinstance(item, list | tuple):
+            stack.extend(((*path, str(i)), child) for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _unstorable_text(text: str) -> str | None:
+    if "\x00" in text:
+        return "a NUL character (\\u0000)"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "an unpaired surrogate (not valid Unicode)"
+    return None
+
+
+def check_storable(value: Any, what: str) -> None:
+    """Raise a ConfigError (400) naming the key of `value` the metadata store cannot hold.
+
+    `what` names the value: "connector name", "config", "offsets" …
+    """
+    found = unstorable(value)
+    if found is None:
+        return
+    path, why = found
+    where = ".".join(_printable(p) for p in path)
+    subject = f"{what} key `{where}`" if where else what
+    raise ConfigError(
+        f"{subject} contains {why}, which the metadata store cannot hold; remove it",
+        {where or what: [f"contains {why}"]},
+    )
+
+
+def _printable(key: str) -> str:
+    """A key for a message: control characters escaped, long keys cut (they may be hostile)."""
+    shown = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in key[:100])
+    return shown + ("…" if len(key) > 100 else "")
+
+
+# What a failed metadata operation means for its caller (see `store_fault`).
+UNAVAILABLE = "unavailable"  # no connection: the server is down, unreachable, restarting, or the pool is exhausted
+TIMEOUT = "timeout"  # the server did not finish a statement within `statement_timeout`
+CONFLICT = "conflict"  # a concurrent change won: deadlock, serialization failure, lock timeout, unique key
+INVALID = "invalid"  # a value the store cannot hold (out of range, not valid text)
+
+
+def store_fault(exc: BaseException) -> str | None:
+    """What kind of metadata-store failure `exc` is, or was caused by (its `__cause__`/`__context__`
+    chain is walked: SQLAlchemy wraps the driver's error, the runtime wraps SQLAlchemy's); None when
+    no store failure is involved. One place knows psycopg2's classes, so no caller matches driver text."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        fault = _fault_of(current)
+        if fault is not None:
+            return fault
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _fault_of(exc: BaseException) -> str | None:
+    # Subclasses before their bases: psycopg2 files a statement timeout, a lock timeout and a
+    # deadlock under OperationalError, the class of a lost connection.
+    if isinstance(exc, psycopg2.errors.QueryCanceled):
+        return TIMEOUT
+    if isinstance(exc, psycopg2.errors.LockNotAvailable | psycopg2.errors.TransactionRollbackError):
+        return CONFLICT
+    if isinstance(exc, psycopg2.IntegrityError):
+        return CONFLICT
+    if isinstance(exc, psycopg2.DataError):
+        return INVALID
+    if isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError):
+        return UNAVAILABLE
+    if isinstance(exc, sa_exc.TimeoutError | sa_exc.DisconnectionError):  # pool exhausted; connection lost
+        return UNAVAILABLE
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return UNAVAILABLE
+    return None

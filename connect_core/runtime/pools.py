@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select, text, update
+from sqlalchemy import Engine, delete, func, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.allocation import Pool, Work, allocate
-from connect_core.runtime.models import AssignmentRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
+from connect_core.runtime.db import check_storable
+from connect_core.runtime.models import AssignmentRow, ConnectorRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
 __all__ = ["Plan", "PoolInfo", "PoolStore", "RebalanceResult"]
@@ -116,6 +117,8 @@ class PoolStore:
         probe_url: str | None = None,
     ) -> None:
         """Register (or update) a pool; it counts as alive from now."""
+        check_storable({"master": master, "conf": dict(conf or {}), "labels": dict(labels or {})}, "pool")
+        check_storable(probe_url or "", "pool probe URL")
         if not _POOL_NAME.match(name):
             raise ConfigError(f"invalid pool name `{name}`: 1-100 letters, digits, '.', '_' or '-'")
         if capacity < 1:
@@ -205,11 +208,28 @@ class PoolStore:
         with self._sessions.begin() as s:
             # One rebalance at a time, whoever runs it (sensors on several schedulers).
             s.execute(text("SELECT pg_advisory_xact_lock(hashtext('connect_core.rebalance'))"))
-            plan = _plan(s, strategy, heartbeat_timeout, max_delay)
+            # The connectors to place, held FOR KEY SHARE (in name order, as every writer locks a
+            # connector row first): none can be deleted before its assignments are written, so
+            # their foreign key always holds. Config changes (FOR NO KEY UPDATE) do not wait.
+            connectors = set(
+                s.scalars(
+                    select(ConnectorRow.name).order_by(ConnectorRow.name).with_for_update(read=True, key_share=True)
+                )
+            )
+            plan = _plan(s, strategy, heartbeat_timeout, max_delay, connectors)
             why = reason or plan.reason()
             if not plan.changed:
                 return RebalanceResult(plan.generation, 0, plan.new, why)
             generation = plan.generation + 1
+            moved = plan.moved
+            moved_tasks = sorted((w.connector, w.task) for w in moved if w.task is not None)
+            if moved_tasks:  # their rows before any write: a runner locks a task row before the counter
+                s.execute(
+                    select(TaskConfigRow.task_id)
+                    .where(tuple_(TaskConfigRow.connector, TaskConfigRow.task_id).in_(moved_tasks))
+                    .order_by(TaskConfigRow.connector, TaskConfigRow.task_id)
+                    .with_for_update()
+                )
             s.execute(delete(AssignmentRow))
             if plan.new:
                 s.execute(
@@ -220,14 +240,12 @@ class PoolStore:
                         ]
                     )
                 )
-            moved = plan.moved
-            for w in moved:
-                if w.task is not None:  # fence runs of the old assignment
-                    s.execute(
-                        update(TaskConfigRow)
-                        .where(TaskConfigRow.connector == w.connector, TaskConfigRow.task_id == w.task)
-                        .values(generation=TaskConfigRow.generation + 1)
-                    )
+            if moved_tasks:  # fence runs of the old assignment; one statement: the counter is bumped once
+                s.execute(
+                    update(TaskConfigRow)
+                    .where(tuple_(TaskConfigRow.connector, TaskConfigRow.task_id).in_(moved_tasks))
+                    .values(generation=TaskConfigRow.generation + 1)
+                )
             s.add(
                 RebalanceLogRow(
                     generation=generation,
@@ -258,7 +276,10 @@ class PoolStore:
         ]
 
 
-def _plan(s: Session, strategy: str, heartbeat_timeout: float, max_delay: float) -> Plan:
+def _plan(
+    s: Session, strategy: str, heartbeat_timeout: float, max_delay: float, connectors: set[str] | None = None
+) -> Plan:
+    """The allocation now; with `connectors`, of those connectors' work only (the ones a rebalance locked)."""
     grace = max_delay if strategy == "sticky" else 0.0
     cutoff = func.now() - timedelta(seconds=heartbeat_timeout + grace)
     live = s.scalars(
@@ -268,7 +289,8 @@ def _plan(s: Session, strategy: str, heartbeat_timeout: float, max_delay: float)
     ).all()
     tasks: dict[str, list[dict[str, Any]]] = {}
     for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
-        tasks.setdefault(t.connector, []).append(t.config)
+        if connectors is None or t.connector in connectors:
+            tasks.setdefault(t.connector, []).append(t.config)
     previous_rows = s.scalars(select(AssignmentRow)).all()
     previous = {_work(r.connector, r.task_id): r.pool for r in previous_rows}
     generation = max((r.generation for r in previous_rows), default=0)

@@ -5,12 +5,14 @@ One root (`ConnectError`), split by what the caller can do about it:
 * `ConfigError`: the configuration is wrong; fix it and resubmit.
 * `RetriableError`: a transient failure; the same run may succeed later.
 * `FatalError`: the task cannot continue; a human must look.
+* `ConflictError`: a concurrent change won; re-read and retry (Kafka Connect's 409).
 """
 
 from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "ConflictError",
     "ConnectError",
     "FatalError",
     "FencedError",
@@ -49,3 +51,8 @@ class NotFoundError(ConnectError):
 
 class FencedError(ConnectError):
     """A task run lost its lease: a newer generation owns the task, so this run may not commit."""
+
+
+class ConflictError(ConnectError):
+    """The request conflicts with the current state or with a concurrent change (a name taken, a
+    task already running); Kafka Connect answers 409 the same way during a rebalance."""
