@@ -13,7 +13,9 @@ from airflow.plugins_manager import AirflowPlugin
 
 from connect_core.airflow.pause_sync import DagPauseMirror
 from connect_core.rest.app import create_app
+from connect_core.rest.edge import EdgePolicy
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.settings import Settings
 from connect_core.web.view import create_view_app
 
 
@@ -24,7 +26,13 @@ def _runtime() -> Runtime:
 class ConnectPlugin(AirflowPlugin):
     name = "connect"
     fastapi_apps = [
-        {"app": create_app(_runtime, auth=[get_user]), "url_prefix": "/connect", "name": "Connect REST API"},
+        {
+            # Airflow's api-server decides which Host names it answers to; the edge keeps its size,
+            # shape and cross-site checks.
+            "app": create_app(_runtime, auth=[get_user], edge=EdgePolicy.from_settings(Settings(), bound_to=None)),
+            "url_prefix": "/connect",
+            "name": "Connect REST API",
+        },
         {"app": create_view_app(_runtime, auth=[get_user]), "url_prefix": "/connect-ui", "name": "Connect view"},
     ]
     fastapi_root_middlewares = [
