@@ -119,7 +119,10 @@ async def list_connectors(svc: Svc) -> Response:
     await asyncio.sleep(0)  # yield once: fairness under many connections
     snap = svc.fresh_snapshot()
     if snap is None:
-        snap = await run_in_threadpool(svc.snapshot)
+        try:
+            snap = await run_in_threadpool(svc.snapshot)
+        except Exception as exc:  # in the envelope, as every RocketMQ route answers
+            return _error(exc)
     current = snap
     body = current.memo("rocketmq-list", lambda: _list_body(current))
     return Response(content=b'{"status":200,"body":' + body + b"}", media_type="application/json")
