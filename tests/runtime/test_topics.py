@@ -6,12 +6,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg2
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.context import Runtime
@@ -52,8 +53,8 @@ def _segment_paths(runtime: Runtime) -> list[str]:
 
 
 def test_two_metadata_databases_share_one_topics_directory(
-    database_url: str, second_database_url: str, tmp_path: Path, spark
-) -> None:  # type: ignore[no-untyped-def]
+    database_url: str, second_database_url: str, tmp_path: Path, spark: Any
+) -> None:
     shared = tmp_path / "topics"
     runtimes = {
         "embedded": _open(database_url, tmp_path / "embedded" / "home", shared),
@@ -82,7 +83,7 @@ def test_two_metadata_databases_share_one_topics_directory(
             runtime.close()
 
 
-def test_stale_files_at_a_runs_path_are_replaced(runtime: Runtime, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+def test_stale_files_at_a_runs_path_are_replaced(runtime: Runtime, tmp_path: Path, spark: Any) -> None:
     """Files at the path a run writes that no committed segment names (a database restored from a
     backup reuses run ids; a run killed mid-write) neither fail the run nor mix into its segment."""
     source, sink = file_pair(runtime, tmp_path)
@@ -103,7 +104,9 @@ def test_stale_files_at_a_runs_path_are_replaced(runtime: Runtime, tmp_path: Pat
     assert not (stale / "part-00007.snappy.parquet").exists()
 
 
-def test_segments_committed_before_the_cluster_id_keep_their_paths(runtime: Runtime, tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+def test_segments_committed_before_the_cluster_id_keep_their_paths(
+    runtime: Runtime, tmp_path: Path, spark: Any
+) -> None:
     """An existing topic keeps working after the upgrade: its old segments are read where they were recorded."""
     source, sink = file_pair(runtime, tmp_path)
     source.write_text("old 1\n")
@@ -115,7 +118,7 @@ def test_segments_committed_before_the_cluster_id_keep_their_paths(runtime: Runt
     legacy.parent.mkdir(parents=True)
     Path(committed).rename(legacy)
     with runtime.engine.begin() as conn:
-        conn.execute(TopicSegmentRow.__table__.update().values(path=str(legacy)))
+        conn.execute(update(TopicSegmentRow).values(path=str(legacy)))
 
     with source.open("a") as f:
         f.write("new 2\n")

@@ -1,0 +1,71 @@
+"""The kill -9 matrix, each cell once: the runner's spark-submit SIGKILLed at every fault point (source
+side, then sink side; `mid_sink` half-way through the sink's write), for the file pair and for JDBC
+(MariaDB → topic → PostgreSQL); after each kill a rerun, then the whole target equals the whole source.
+
+The machinery is bench/kill_matrix.py's (which runs every cell 5 times, reruns by spark-submit too);
+here the reruns run in this process on the session's SparkSession, which costs no Spark start-up,
+and the two pipelines run side by side, so the spark-submits are only the kills.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.kill_matrix import POINTS, CellResult, FilePipeline, JdbcPipeline, Pipeline, run_cell, spark_submitter
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.settings import Settings
+from tests.conftest import make_runner
+from tests.connectors.jdbc_helpers import Database, mariadb, target  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.spark_submit
+
+
+@pytest.fixture
+def matrix_runtime(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    monkeypatch.setenv("CONNECT_FILE_ALLOWED_PATHS", str(tmp_path))  # this process's runs (the reruns)
+    runtime = Runtime.open(
+        Settings(database_url=database_url, home=tmp_path / "home", lease_seconds=30, file_allowed_paths=str(tmp_path))
+    )
+    yield runtime
+    runtime.close()
+
+
+def test_every_fault_point_loses_and_duplicates_nothing(
+    matrix_runtime: Runtime,
+    mariadb: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+    tmp_path: Path,
+    spark: Any,
+) -> None:
+    runner = make_runner(matrix_runtime, spark)
+    in_process = threading.Lock()  # one shared SparkSession: reruns take turns
+
+    def rerun(connectors: Sequence[str]) -> None:
+        with in_process:
+            for name in connectors:
+                result = runner.run(name, 0)
+                assert result.state == "SUCCEEDED", f"rerun of `{name}`: {result.message}"
+
+    submit = spark_submitter(matrix_runtime)
+    pipes: list[Pipeline] = [FilePipeline(matrix_runtime, tmp_path), JdbcPipeline(matrix_runtime, mariadb, target)]
+
+    def cells(pipe: Pipeline) -> list[CellResult]:
+        return [run_cell(pipe, point, submit, rerun, rows=6) for point in POINTS]
+
+    with ThreadPoolExecutor(len(pipes)) as pool:
+        results = [cell for found in pool.map(cells, pipes) for cell in found]
+    print(*results, sep="\n")  # the matrix, for the log (pytest -s)
+
+    table = {(r.pipeline, r.point): (r.lost, r.duplicated, r.in_order) for r in results}
+    assert table == {(p.name, point): (0, 0, True) for p in pipes for point in POINTS}
+    for r in results:  # every cell killed what it meant to: the source, then the sink; mid_sink the sink
+        sides = ["sink" if name.endswith("sink") else "source" for name in r.killed]
+        assert sides == (["sink"] if r.point == "mid_sink" else ["source", "sink"]), r
+    # every row came through: 5 cells x 6 rows
+    assert [len(p.actual()) for p in pipes] == [30, 30]
