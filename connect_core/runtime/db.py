@@ -120,15 +120,15 @@ def make_engine(
     return engine
 
 
-def unstorable(value: Any) -> tuple[tuple[str, ...], str] | None:
+def unstorable(value: Any) -> tuple[tuple[str | int, ...], str] | None:
     """Where in `value` (a JSON-like value) Postgres would refuse it, and why; None if it can be stored.
 
     Postgres `text` and `jsonb` cannot hold a NUL character, UTF-8 has no unpaired surrogate
     (JSON's `\\ud800`) and JSON has no NaN or Infinity (Python's json accepts them). The answer is the
-    path of keys down to the first offending key or value. Iterative and linear: a hostile body
+    path of keys (and list indices) down to the first offending key or value. Iterative and linear: a hostile body
     cannot make it recurse or backtrack.
     """
-    stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), value)]
     while stack:
         path, item = stack.pop()
         if isinstance(item, str):
@@ -145,7 +145,7 @@ def unstorable(value: Any) -> tuple[tuple[str, ...], str] | None:
                     return (*path, key_text), f"a key with {why}"
                 stack.append(((*path, key_text), child))
         elif isinstance(item, list | tuple):
-            stack.extend(((*path, str(i)), child) for i, child in reversed(list(enumerate(item))))
+            stack.extend(((*path, i), child) for i, child in reversed(list(enumerate(item))))
     return None
 
 
@@ -168,7 +168,7 @@ def check_storable(value: Any, what: str) -> None:
     if found is None:
         return
     path, why = found
-    where = ".".join(_printable(p) for p in path)
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{_printable(p)}" for p in path).lstrip(".")
     subject = f"{what} key `{where}`" if where else what
     raise ConfigError(
         f"{subject} contains {why}, which the metadata store cannot hold; remove it",

@@ -105,7 +105,7 @@ def test_a_change_waiting_on_a_locked_connector_ends_as_a_conflict(database_url:
 
 
 def test_unstorable_values_are_named() -> None:
-    assert db.unstorable({"a": {"b": ["ok", "x\x00y"]}}) == (("a", "b", "1"), "a NUL character (\\u0000)")
+    assert db.unstorable({"a": {"b": ["ok", "x\x00y"]}}) == (("a", "b", 1), "a NUL character (\\u0000)")
     assert db.unstorable({"k\x00": 1})[0] == ("k\x00",)
     assert db.unstorable({"a": "\ud800"})[1].startswith("an unpaired surrogate")
     assert db.unstorable({"a": float("nan")})[0] == ("a",)
