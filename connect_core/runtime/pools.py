@@ -19,10 +19,11 @@ from typing import Any
 
 from sqlalchemy import Engine, delete, func, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.allocation import Pool, Work, allocate
-from connect_core.runtime.db import check_storable
+from connect_core.runtime.db import CONFLICT, check_storable, store_fault
 from connect_core.runtime.models import AssignmentRow, ConnectorRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
@@ -30,6 +31,7 @@ __all__ = ["Plan", "PoolInfo", "PoolStore", "RebalanceResult"]
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 CONNECTOR_ITSELF = -1
+_REBALANCE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,22 @@ class PoolStore:
         With `sticky`, a pool silent for less than `heartbeat_timeout + max_delay`
         keeps its work (Kafka's `scheduled.rebalance.max.delay`): a pool that
         blips does not reshuffle anything.
+
+        A rebalance that loses a lock wait (a long config change, a runner's commit) is run
+        again: it recomputes its plan from scratch, so a retry is always safe, and the caller
+        (a create that already committed) should not fail for it.
         """
+        for attempt in range(1, _REBALANCE_ATTEMPTS + 1):
+            try:
+                return self._rebalance(strategy, heartbeat_timeout, reason, max_delay)
+            except DBAPIError as exc:
+                if store_fault(exc) != CONFLICT or attempt == _REBALANCE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _rebalance(
+        self, strategy: str, heartbeat_timeout: float, reason: str | None, max_delay: float
+    ) -> RebalanceResult:
         with self._sessions.begin() as s:
             # One rebalance at a time, whoever runs it (sensors on several schedulers).
             s.execute(text("SELECT pg_advisory_xact_lock(hashtext('connect_core.rebalance'))"))

@@ -6,6 +6,7 @@ lock timeout, and what they raise is classified (503 / 409) rather than left to 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -18,6 +19,7 @@ from connect_core.runtime import db, migrate
 from connect_core.runtime.changes import ChangeListener
 from connect_core.runtime.connectors_store import ConnectorStore
 from connect_core.runtime.db import make_engine, store_fault
+from connect_core.runtime.pools import PoolStore
 from tests.rest._throwaway_pg import ThrowawayPostgres
 
 
@@ -114,3 +116,23 @@ def test_unstorable_values_are_named() -> None:
     for _ in range(10_000):  # no recursion: a deep hostile body is walked, not a RecursionError
         deep = [deep]
     assert db.unstorable(deep) is not None
+
+
+def test_a_rebalance_that_loses_a_lock_wait_runs_again(database_url: str) -> None:
+    engine = make_engine(database_url, statement_timeout=1.0)  # lock waits end after 0.5 s
+    migrate.upgrade(engine)
+    store, pools = ConnectorStore(engine), PoolStore(engine)
+    pools.add("local", "local[1]", capacity=10)
+    store.create("c", connector_class="X", type="source", config={}, task_configs=[{}])
+    holder = psycopg2.connect(database_url)
+    release = threading.Timer(0.8, holder.rollback)
+    try:
+        with holder.cursor() as cur:  # a delete in progress holds the connector for 0.8 s
+            cur.execute("SELECT 1 FROM connect.connectors WHERE name = 'c' FOR UPDATE")
+        release.start()
+        result = pools.rebalance("sticky", 30)
+        assert result.moved == 2  # the connector and its task, placed by the second attempt
+    finally:
+        release.join()
+        holder.close()
+        engine.dispose()
