@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from connect_core import __version__
 from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
 from connect_core.runtime.allocation import STRATEGIES
@@ -161,7 +163,13 @@ class ConnectService:
     def topics(self, name: str) -> dict[str, Any]:
         info = self.rt.connectors.get(name)
         plugin_cls: Any = self.rt.registry.resolve(info.connector_class).cls
-        model = plugin_cls.config_model.model_validate(info.config)
+        try:
+            model = plugin_cls.config_model.model_validate(info.config)
+        except ValidationError as exc:  # its text quotes the values (secrets): only the count is told
+            raise ConfigError(
+                f"the stored config of `{name}` no longer validates ({exc.error_count()} error(s), e.g. after a "
+                f"change of `file.allowed.paths`); fix it with PUT /connectors/{name}/config"
+            ) from exc
         topics = list(model.topics) if isinstance(model, SinkConnectorConfig) else plugin_cls().output_topics(model)
         return {name: {"topics": sorted(topics)}}
 

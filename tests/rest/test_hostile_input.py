@@ -3,14 +3,17 @@ quoting SQL, and an unexpected error shows an id, not its text."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from connect_core.rest.service import ConnectService
+from connect_core.runtime.context import Runtime
 from tests.rest.conftest import Served
 
 SQL_WORDS = ("INSERT", "SELECT", "psycopg2", "sqlalchemy", "Traceback")
@@ -155,3 +158,15 @@ def test_an_unexpected_error_shows_an_id_not_its_text(
             assert "hunter2" not in response.text and "SELECT" not in response.text
             error_id = response.text.split("id `")[1].split("`")[0]
             assert any(error_id in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_a_stored_config_that_no_longer_validates_is_a_400_without_its_values(
+    api: Served, runtime: Runtime, tmp_path: Path
+) -> None:
+    httpx.post(f"{api.url}/connectors", json={"name": "src", "config": _source(tmp_path)}).raise_for_status()
+    broken = {"connector.class": "FileSourceConnector", "topic": "t", "connection.password": "hunter2"}
+    with runtime.engine.begin() as conn:  # as a settings change or an older version could leave it
+        conn.execute(text("UPDATE connect.connectors SET config = :c"), {"c": json.dumps(broken)})
+    response = httpx.get(f"{api.url}/connectors/src/topics")
+    assert response.status_code == 400, response.text
+    assert "hunter2" not in response.text and "no longer validates" in response.text
