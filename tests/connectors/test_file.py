@@ -199,10 +199,11 @@ def test_fifo_swapped_in_after_create_fails_the_run_at_once(
     os.mkfifo(sink)
 
     results = {}
-    worker = threading.Thread(
+    worker = threading.Thread(  # a daemon: a run stuck on the FIFO must not keep pytest from exiting
+        daemon=True,
         target=lambda: results.update(
             source=runner.run("fileSourceConnector", 0), sink=runner.run("fileSinkConnector", 0)
-        )
+        ),
     )
     worker.start()
     worker.join(timeout=60)
