@@ -104,10 +104,11 @@ def test_kill_minus_9_before_commit_then_rerun_is_exactly_once(cli: Cli, tmp_pat
     # Source killed after staging its segment, before committing it.
     killed = cli("run", "fileSourceConnector", check=False, CONNECT_FAULT="before_commit")
     assert killed.returncode != 0
-    staged = list((tmp_path / "home" / "topics" / "fileTopic" / "partition=0").iterdir())
+    (partition,) = (tmp_path / "home" / "topics").glob("**/fileTopic/partition=0")  # under the store's cluster id
+    staged = list(partition.iterdir())
     assert len(staged) == 1, "the killed run left its staged segment behind"
     assert cli.run("fileSourceConnector")["rows"] == 100
-    remaining = list((tmp_path / "home" / "topics" / "fileTopic" / "partition=0").iterdir())
+    remaining = list(partition.iterdir())
     assert staged[0] not in remaining, "the rerun deleted the killed run's staged files"
 
     # Sink killed after writing the file, before committing its offsets.
