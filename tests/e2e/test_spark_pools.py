@@ -162,6 +162,7 @@ def test_tasks_move_off_a_dead_cluster_and_the_sink_holds_every_record_once(
         "CONNECT_HEARTBEAT_TIMEOUT": str(HEARTBEAT_TIMEOUT),
         "CONNECT_REBALANCE_MAX_DELAY": "0",
         "CONNECT_LEASE_SECONDS": "30",
+        "CONNECT_FILE_ALLOWED_PATHS": str(tmp_path),
     }
     for key, value in env.items():  # the trigger reads its settings from the environment, as in the triggerer
         monkeypatch.setenv(key, value)
