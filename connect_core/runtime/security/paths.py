@@ -33,12 +33,21 @@ _SHOWN_CHARS = 200  # a path echoed in an error is cut here: errors are no place
 class AllowedPaths:
     """The worker's allowed directories, resolved; judges one path at a time."""
 
-    def __init__(self, dirs: Iterable[Path | str]) -> None:
+    def __init__(self, dirs: Iterable[Path | str], *, runtime_dirs: Iterable[Path | str] = ()) -> None:
         self.dirs = tuple(Path(os.path.realpath(d)) for d in dirs)
+        # The runtime's own state (its data directory with the embedded Postgres and the topics, the
+        # config provider's secrets) is never a connector's, even under an allowed directory: with
+        # the defaults it is (`.connect/` in the working directory).
+        self.runtime_dirs = tuple(Path(os.path.realpath(d)) for d in runtime_dirs)
 
     @classmethod
     def from_settings(cls, settings: Any) -> AllowedPaths:
-        return cls(settings.allowed_file_dirs())
+        topics = str(settings.topics_base).removeprefix("file://").removeprefix("file:")
+        local_topics = [topics] if topics.startswith("/") else []  # not an hdfs:// or s3a:// store
+        return cls(
+            settings.allowed_file_dirs(),
+            runtime_dirs=[settings.home, *settings.provider_file_dirs(), *local_topics],
+        )
 
     @classmethod
     def from_env(cls) -> AllowedPaths:
@@ -66,6 +75,11 @@ class AllowedPaths:
             return None, (
                 f"`{shown}` is outside the directories file connectors may use (symlinks and `..` resolved): "
                 f"allow its directory in the worker setting `{SETTING}` ({_ENV})"
+            )
+        if any(Path(real).is_relative_to(d) for d in self.runtime_dirs):
+            return None, (
+                f"`{shown}` is inside the runtime's own data (CONNECT_HOME, the topics or the config "
+                f"provider's secrets), which file connectors may not use, whatever `{SETTING}` allows"
             )
         return real, None
 

@@ -147,3 +147,17 @@ def test_placeholders_wait_for_the_run_and_are_checked_there(allowed: AllowedPat
     with pytest.raises(ConfigError, match=r"file\.allowed\.paths") as caught:
         allowed.confine(DirsConfig, {"data.dir": "/etc"})
     assert list(caught.value.errors) == ["data.dir"]
+
+
+def test_the_runtimes_own_data_is_never_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from connect_core.runtime.settings import Settings
+
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(home=tmp_path / ".connect")  # the defaults: home under the allowed working directory
+    allowed = AllowedPaths.from_settings(settings)
+    for inside in (".connect/pgdata/PG_VERSION", ".connect/secrets/db.properties", ".connect/topics/t/x.parquet"):
+        real, problem = allowed.resolve(inside)
+        assert real is None and "runtime's own data" in str(problem), inside
+    assert allowed.resolve("in.txt")[0] == str(tmp_path / "in.txt")
+    elsewhere = AllowedPaths.from_settings(Settings(home=tmp_path / "h", topics_path=str(tmp_path / "topics")))
+    assert elsewhere.resolve(str(tmp_path / "topics" / "t"))[0] is None
