@@ -46,7 +46,13 @@ class Runtime:
         """Connect to the metadata store (starting the embedded one if needed) and migrate it."""
         settings = settings or Settings()
         url = database_url(settings)
-        engine = make_engine(url, pool_size=settings.db_pool_size, max_overflow=settings.db_pool_size)
+        engine = make_engine(
+            url,
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_pool_size,
+            connect_timeout=settings.db_connect_timeout,
+            statement_timeout=settings.db_statement_timeout,
+        )
         if upgrade:
             try:
                 migrate.upgrade(engine)
