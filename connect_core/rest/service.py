@@ -318,10 +318,10 @@ class ConnectService:
                 else:
                     current[key] = value
             # The runtime's own validation (as create and PUT): one definition of a valid config.
-            return self.rt._validated(name, current)
+            return self.rt.validated(name, current)
 
         self.rt.connectors.modify_config(name, patched)
-        self.rt._place_new_work()
+        self.rt.place_new_work()
         self._changed()
         return self.info(name)
 

@@ -80,14 +80,15 @@ class Runtime:
 
     def create_connector(self, name: str, config: Mapping[str, Any], target_state: str = "RUNNING") -> ConnectorInfo:
         """Validate `config`, split it into tasks and store it (all or nothing); place its tasks on pools."""
-        info = self.connectors.create(name, target_state=target_state, **self._validated(name, config))
-        self._place_new_work()
+        _check_new_name(name)  # only new names: one stored before the rule can still be updated
+        info = self.connectors.create(name, target_state=target_state, **self.validated(name, config))
+        self.place_new_work()
         return info
 
     def update_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
         """Validate and replace the config; its tasks get new configs and a new generation."""
-        info = self.connectors.update_config(name, **self._validated(name, config))
-        self._place_new_work()
+        info = self.connectors.update_config(name, **self.validated(name, config))
+        self.place_new_work()
         return info
 
     def spark_conf_for(self, name: str) -> dict[str, str]:
@@ -113,13 +114,15 @@ class Runtime:
         plugin: Any = self.registry.resolve(info.connector_class).cls
         plugin().alter_offsets(name, plugin.config_model.model_validate(self.providers.resolve(info.config)), offsets)
 
-    def _place_new_work(self) -> None:
+    def place_new_work(self) -> None:
         """Rebalance on a config change, as Kafka and RocketMQ do (on recorded liveness: no probes here)."""
         s = self.settings
         self.pools.rebalance(s.rebalance_strategy, s.heartbeat_timeout, max_delay=s.rebalance_max_delay)
 
-    def _validated(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
-        _check_name(name, config)
+    def validated(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """`config` checked (shape, plugin, fields, providers, paths) and split into task configs: the
+        store's arguments for a create or an update. ConfigError lists every problem."""
+        _check_config_name(name, config)
         try:  # every entrance (REST body or query, CLI file) passes here: too deep or too big stays out
             check_json_shape(
                 config,
@@ -160,7 +163,7 @@ class Runtime:
         self.engine.dispose()
 
 
-def _check_name(name: str, config: Mapping[str, Any]) -> None:
+def _check_new_name(name: str) -> None:
     # A connector's name is its DAG id's suffix, verbatim: only characters Airflow allows in a
     # dag id, so `a b`, `a#b` and `a?b` can never share one DAG. An allow-list also keeps NUL and
     # control characters out of SQL, logs and paths; ASCII only, so no look-alike letters either.
@@ -175,6 +178,9 @@ def _check_name(name: str, config: Mapping[str, Any]) -> None:
             f"must be 1-{longest} characters, each an ASCII letter, digit, `.`, `_` or `-`",
             {"name": [f"1-{longest} characters from [A-Za-z0-9._-]"]},
         )
+
+
+def _check_config_name(name: str, config: Mapping[str, Any]) -> None:
     if config.get("name") not in (None, name):
         raise ConfigError(
             f"config `name` ({str(config['name'])[:60]!r}) differs from the connector name `{name}`",

@@ -206,9 +206,12 @@ def test_names_map_one_to_one_onto_dag_ids(runtime: Runtime, tmp_path: Path) -> 
 def test_names_stored_before_the_check_keep_their_dag(runtime: Runtime, tmp_path: Path) -> None:
     """Two legacy names that map to one DAG id: the first keeps it, the second is left out (logged)."""
     config = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t"}
-    validated = runtime._validated("any", config)
+    validated = runtime.validated("any", config)
     for legacy in ("a b", "a#b"):  # stored straight, as names were before the check
         runtime.connectors.create(legacy, **validated)
     dags = _dags(runtime)
     assert set(dags) == {"connect__a_b", "connect_rebalance"}
     assert dags["connect__a_b"].tasks[0].connector == "a b"
+    # The name rule is for new names: a stored one's config can still be changed.
+    runtime.update_connector("a b", {**config, "batch.max.bytes": 1024})
+    assert runtime.connectors.get("a b").config["batch.max.bytes"] == 1024
