@@ -17,6 +17,7 @@ from connect_core.runtime.context import Runtime
 from connect_core.runtime.jvm_archive import driver_java_options
 from connect_core.runtime.runner import TaskRunner
 from connect_core.runtime.settings import Settings
+from tests.rest._throwaway_pg import ThrowawayPostgres
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers with this venv's packages
@@ -135,3 +136,12 @@ def file_pair(runtime: Runtime, tmp_path: Path, *, topic: str = "fileTopic") -> 
         },
     )
     return source, sink
+
+
+@pytest.fixture
+def pg() -> Iterator[ThrowawayPostgres]:
+    """A Postgres of the test's own on a free loopback port, to stop, crash or blackhole."""
+    server = ThrowawayPostgres()
+    server.start()
+    yield server
+    server.close()

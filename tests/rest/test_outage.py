@@ -39,14 +39,6 @@ NEEDS_STORE: list[tuple[str, str, Any]] = [
 
 
 @pytest.fixture
-def pg() -> Iterator[ThrowawayPostgres]:
-    server = ThrowawayPostgres()
-    server.start()
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def served(pg: ThrowawayPostgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Served, Runtime]]:
     monkeypatch.setenv("CONNECT_FILE_ALLOWED_PATHS", str(tmp_path))  # as tests/conftest.py's `settings`
     rt = Runtime.open(Settings(database_url=pg.url, home=tmp_path / "home", file_allowed_paths=str(tmp_path)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import psycopg2
 import pytest
@@ -29,14 +29,6 @@ def _until(condition: Callable[[], bool], seconds: float) -> float:
         assert time.monotonic() - started < seconds, f"not within {seconds} s"
         time.sleep(0.02)
     return time.monotonic() - started
-
-
-@pytest.fixture
-def pg() -> Iterator[ThrowawayPostgres]:
-    server = ThrowawayPostgres()
-    server.start()
-    yield server
-    server.close()
 
 
 def _bump(url: str) -> None:
