@@ -40,7 +40,7 @@ RUN mkdir connect_core && touch connect_core/__init__.py README.md \
  && rm -rf connect_core README.md build connect_core.egg-info
 
 # The project. Installed in editable mode: the runtime finds migrations/ next to the
-# package (connect_core/runtime/migrate.py), and Airflow reads dags/ and plugins/ here.
+# package (connect_core/runtime/store/migrate.py), and Airflow reads dags/ and plugins/ here.
 COPY README.md ./
 COPY migrations/ migrations/
 COPY dags/ dags/
@@ -68,7 +68,7 @@ ENV CONNECT_HOME=/home/connect/.connect \
 # Numeric, so that a runtime can tell it is not root (e.g. Kubernetes' runAsNonRoot).
 USER 50000:50000
 
-# The Spark driver JVM's class-data archive (connect_core/runtime/jvm_archive.py), made for this
+# The Spark driver JVM's class-data archive (connect_core/runtime/execution/jvm_archive.py), made for this
 # image's JVM and Spark: every spark-submit of a task starts from it, seconds sooner.
 RUN SPARK_LOCAL_IP=127.0.0.1 connect spark-archive
 CMD ["connect", "--help"]

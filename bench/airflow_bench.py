@@ -26,8 +26,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.submit import submit_task
 from connect_core.runtime.settings import Settings
-from connect_core.runtime.submit import submit_task
 
 ROOT = Path(__file__).resolve().parents[1]
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))

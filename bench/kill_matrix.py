@@ -44,9 +44,9 @@ from typing import Any
 from sqlalchemy import select
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.models import TaskRunRow
+from connect_core.runtime.execution.submit import SubmitResult, merge_spark_conf, spark_conf, submit_tasks
 from connect_core.runtime.settings import Settings
-from connect_core.runtime.submit import SubmitResult, merge_spark_conf, spark_conf, submit_tasks
+from connect_core.runtime.store.models import TaskRunRow
 
 __all__ = [
     "POINTS",
@@ -232,7 +232,7 @@ def spark_submitter(runtime: Runtime) -> Submit:
 
 def in_process_rerun(runtime: Runtime, spark: Any) -> Rerun:
     """Reruns by the runner in this process on `spark` (one at a time: the session is shared)."""
-    from connect_core.runtime.runner import TaskRunner
+    from connect_core.runtime.execution.runner import TaskRunner
 
     runner = TaskRunner(
         connectors=runtime.connectors,

@@ -34,10 +34,10 @@ import psycopg2
 from sqlalchemy.engine import make_url
 
 from connect_core.airflow.rebalance import PoolChangeTrigger
-from connect_core.runtime.allocation import Work
+from connect_core.runtime.cluster.allocation import Work
+from connect_core.runtime.cluster.rebalancer import Rebalancer, place
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.rebalancer import Rebalancer, place
 from connect_core.runtime.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.submit import submit_task
 from connect_core.runtime.settings import Settings
-from connect_core.runtime.submit import submit_task
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_sections

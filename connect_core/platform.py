@@ -24,8 +24,8 @@ from pathlib import Path
 import psycopg2
 from sqlalchemy.engine import make_url
 
+from connect_core.runtime.execution.submit import security_env
 from connect_core.runtime.settings import Settings
-from connect_core.runtime.submit import security_env
 
 __all__ = ["AIRFLOW_COMPONENTS", "Platform", "airflow_environment"]
 

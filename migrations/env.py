@@ -1,6 +1,6 @@
 """Alembic environment of the metadata schema.
 
-Run through `connect db upgrade` (or `connect_core.runtime.migrate`), which
+Run through `connect db upgrade` (or `connect_core.runtime.store.migrate`), which
 passes an open connection in `config.attributes["connection"]`; running the
 `alembic` command directly uses `sqlalchemy.url` or CONNECT_DATABASE_URL.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, text
 
-from connect_core.runtime.models import SCHEMA, Base
+from connect_core.runtime.store.models import SCHEMA, Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.jvm_archive import driver_java_options
-from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.execution.jvm_archive import driver_java_options
+from connect_core.runtime.execution.runner import TaskRunner
 from connect_core.runtime.settings import Settings
 from tests.rest._throwaway_pg import ThrowawayPostgres
 

@@ -32,11 +32,11 @@ from sqlalchemy import Engine, func, select
 from connect_core.airflow.operator import ConnectTaskOperator
 from connect_core.airflow.rebalance import REBALANCE_DAG_ID, rebalance_dag
 from connect_core.runtime.airflow_client import DAG_PREFIX, airflow_pool_for, dag_id_for
-from connect_core.runtime.db import database_url, make_engine
-from connect_core.runtime.models import AssignmentRow, ConnectorRow, TaskConfigRow
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.security import mask_config
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.store.db import database_url, make_engine
+from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, TaskConfigRow
 from connect_core.sdk.config import (
     CRON_PRESETS,
     ConnectorConfig,

@@ -22,7 +22,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from connect_core.runtime.submit import secret_properties
+from connect_core.runtime.execution.submit import secret_properties
 
 __all__ = ["ConnectSubmitHook", "driver_env_conf"]
 

@@ -25,12 +25,10 @@ from airflow.sdk.log import mask_secret
 from sqlalchemy.engine import make_url
 
 from connect_core.airflow.hook import ConnectSubmitHook
-from connect_core.runtime.connectors_store import ConnectorInfo
+from connect_core.runtime.cluster.rebalancer import Placement, place
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.precheck import has_new_data
-from connect_core.runtime.rebalancer import Placement, place
-from connect_core.runtime.security import mask_text, masker
-from connect_core.runtime.submit import (
+from connect_core.runtime.execution.precheck import has_new_data
+from connect_core.runtime.execution.submit import (
     RUNNER_MAIN,
     merge_spark_conf,
     runner_args,
@@ -38,6 +36,8 @@ from connect_core.runtime.submit import (
     spark_conf,
     split_secret_conf,
 )
+from connect_core.runtime.security import mask_text, masker
+from connect_core.runtime.store.connectors import ConnectorInfo
 from connect_core.sdk.errors import ConfigError, FatalError
 
 __all__ = ["DEFAULT_SPARK_CONN_ID", "NO_RETRY_KINDS", "ConnectRunFailed", "ConnectTaskOperator", "root_cause"]

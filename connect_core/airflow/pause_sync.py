@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from connect_core.runtime.airflow_client import connector_for_dag, dag_id_for
-from connect_core.runtime.connectors_store import ConnectorStore
+from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.sdk.errors import NotFoundError
 
 __all__ = ["DagPauseMirror", "mirror_pause"]
@@ -139,8 +139,8 @@ class DagPauseMirror:
 
 
 def _default_store() -> ConnectorStore:
-    from connect_core.runtime.db import database_url, make_engine
     from connect_core.runtime.settings import Settings
+    from connect_core.runtime.store.db import database_url, make_engine
 
     settings = Settings()
     return ConnectorStore(make_engine(database_url(settings), pool_size=1, max_overflow=2))

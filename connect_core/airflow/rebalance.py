@@ -26,9 +26,9 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from sqlalchemy import Engine
 
 from connect_core.runtime.airflow_client import AirflowClient
-from connect_core.runtime.db import database_url, make_engine
-from connect_core.runtime.rebalancer import Rebalancer, sync_airflow_pools
+from connect_core.runtime.cluster.rebalancer import Rebalancer, sync_airflow_pools
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.store.db import database_url, make_engine
 
 __all__ = ["REBALANCE_DAG_ID", "PoolChangeTrigger", "RebalanceSensor", "rebalance_dag"]
 

@@ -31,8 +31,8 @@ def run(
     Consecutive tasks placed on the same Spark pool share one spark-submit: they run one after
     another in one Spark application, as a Kafka Connect worker hosts many tasks — so
     `connect run shop-source shop-sink` pays one Spark start-up for a whole sync."""
-    from connect_core.runtime.rebalancer import place
-    from connect_core.runtime.submit import merge_spark_conf, submit_tasks
+    from connect_core.runtime.cluster.rebalancer import place
+    from connect_core.runtime.execution.submit import merge_spark_conf, submit_tasks
 
     if task is not None and len(names) > 1:
         raise typer.BadParameter("--task needs a single connector")
@@ -140,7 +140,7 @@ def spark_archive(
 
     Once per JVM and Spark install (`scripts/bootstrap.sh` and the Docker image do it); runs a
     short training spark-submit on local Spark."""
-    from connect_core.runtime.jvm_archive import build_archive
+    from connect_core.runtime.execution.jvm_archive import build_archive
     from connect_core.runtime.settings import Settings
 
     path, seconds = build_archive(Settings(), force=force)
@@ -156,7 +156,7 @@ def spark_archive(
 @db_app.command("upgrade")
 def db_upgrade(revision: str = "head") -> None:
     """Apply migrations up to REVISION (idempotent)."""
-    from connect_core.runtime import migrate
+    from connect_core.runtime.store import migrate
 
     with runtime(upgrade=False) as rt:
         migrate.upgrade(rt.engine, revision)
@@ -166,7 +166,7 @@ def db_upgrade(revision: str = "head") -> None:
 @db_app.command("downgrade")
 def db_downgrade(revision: str) -> None:
     """Revert migrations down to REVISION (`base` drops every table)."""
-    from connect_core.runtime import migrate
+    from connect_core.runtime.store import migrate
 
     with runtime(upgrade=False) as rt:
         migrate.downgrade(rt.engine, revision)
@@ -188,7 +188,7 @@ def airflow_up(
 
         def ready(p: Any) -> None:
             from connect_core.runtime.airflow_client import AirflowClient
-            from connect_core.runtime.rebalancer import sync_airflow_pools
+            from connect_core.runtime.cluster.rebalancer import sync_airflow_pools
 
             # Every Spark pool gets its Airflow pool before the first task is scheduled.
             warning = sync_airflow_pools(rt.pools, AirflowClient(p.url, p.username, p.password))

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from connect_core.runtime.connectors_store import ConnectorExistsError
+from connect_core.runtime.store.connectors import ConnectorExistsError
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
 
 __all__ = ["RestClient"]

@@ -26,10 +26,10 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from connect_core.runtime import db
-from connect_core.runtime.db import check_storable
-from connect_core.runtime.runs import TaskBusyError
+from connect_core.runtime.execution.runs import TaskBusyError
 from connect_core.runtime.security import mask_text
+from connect_core.runtime.store import db
+from connect_core.runtime.store.db import check_storable
 from connect_core.sdk.errors import ConflictError, ConnectError, NotFoundError, RetriableError
 
 __all__ = [

@@ -16,14 +16,14 @@ from pydantic import ValidationError
 
 from connect_core import __version__
 from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
-from connect_core.runtime.allocation import STRATEGIES
-from connect_core.runtime.changes import ChangeListener
-from connect_core.runtime.connectors_store import TARGET_STATES, ConnectorExistsError, ConnectorInfo, ConnectorStatus
+from connect_core.runtime.cluster.allocation import STRATEGIES
+from connect_core.runtime.cluster.pools import PoolStore
+from connect_core.runtime.cluster.rebalancer import Rebalancer, sync_airflow_pools
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.db import check_storable
-from connect_core.runtime.pools import PoolStore
-from connect_core.runtime.rebalancer import Rebalancer, sync_airflow_pools
 from connect_core.runtime.security import mask_config, mask_text
+from connect_core.runtime.store.changes import ChangeListener
+from connect_core.runtime.store.connectors import TARGET_STATES, ConnectorExistsError, ConnectorInfo, ConnectorStatus
+from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.validation import config_infos
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError

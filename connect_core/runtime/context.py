@@ -10,17 +10,17 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from connect_core.runtime import migrate
 from connect_core.runtime.airflow_client import AirflowClient
-from connect_core.runtime.connectors_store import ConnectorInfo, ConnectorStore
-from connect_core.runtime.db import database_url, make_engine, masked_url
+from connect_core.runtime.cluster.pools import PoolStore
+from connect_core.runtime.execution.runs import RunStore
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.pools import PoolStore
-from connect_core.runtime.runs import RunStore
 from connect_core.runtime.security import ConfigProviders
 from connect_core.runtime.security.limits import ShapeError, check_json_shape
 from connect_core.runtime.settings import Settings
-from connect_core.runtime.topics import TopicStore
+from connect_core.runtime.store import migrate
+from connect_core.runtime.store.connectors import ConnectorInfo, ConnectorStore
+from connect_core.runtime.store.db import database_url, make_engine, masked_url
+from connect_core.runtime.topics.store import TopicStore
 from connect_core.runtime.validation import validate_connector
 from connect_core.sdk.errors import ConfigError, RetriableError
 from connect_core.sdk.records import TopicPartition

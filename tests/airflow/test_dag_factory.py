@@ -101,7 +101,7 @@ def test_the_rebalance_dag_waits_in_the_triggerer_then_rebalances(runtime: Runti
 
 
 def test_tasks_take_a_slot_of_their_pools_airflow_pool(runtime: Runtime, tmp_path: Path) -> None:
-    from connect_core.runtime.pools import PoolStore
+    from connect_core.runtime.cluster.pools import PoolStore
 
     file_pair(runtime, tmp_path)  # placed on `local` as they are created
     assert _dags(runtime)["connect__fileSourceConnector"].tasks[0].pool == "connect_local"

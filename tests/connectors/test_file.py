@@ -17,7 +17,7 @@ import pytest
 from connect_core.rest.app import create_app
 from connect_core.rest.auth import bearer_or_loopback
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.execution.runner import TaskRunner
 from connect_core.runtime.security import ConfigProviders
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.validation import validate_connector

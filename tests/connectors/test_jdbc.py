@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.precheck import has_new_data
-from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.execution.precheck import has_new_data
+from connect_core.runtime.execution.runner import TaskRunner
 from tests.connectors.jdbc_helpers import Database, mariadb, postgres, target  # noqa: F401  (fixtures)
 
 CHECKED_COLUMNS = "id, name, amount, updated_at"
@@ -210,7 +210,7 @@ def _work_in(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     few rows through Spark's Python workers, as a big table goes."""
     if where == "workers":
         monkeypatch.setattr("connect_core.connectors.jdbc.source.DRIVER_MAX_ROWS", 0)
-        monkeypatch.setattr("connect_core.runtime.topic_io.DRIVER_MAX_ROWS", 0)
+        monkeypatch.setattr("connect_core.runtime.topics.segments.DRIVER_MAX_ROWS", 0)
 
 
 @pytest.mark.parametrize(

@@ -23,8 +23,8 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from connect_core.runtime import migrate
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.store import migrate
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"

@@ -26,12 +26,12 @@ import pytest
 from sqlalchemy import func, select
 
 from connect_core.airflow.rebalance import PoolChangeTrigger
+from connect_core.runtime.cluster.rebalancer import place
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.models import TopicSegmentRow
+from connect_core.runtime.execution.submit import SubmitResult, submit_task
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.rebalancer import place
 from connect_core.runtime.settings import Settings
-from connect_core.runtime.submit import SubmitResult, submit_task
+from connect_core.runtime.store.models import TopicSegmentRow
 
 pytestmark = pytest.mark.spark_submit
 

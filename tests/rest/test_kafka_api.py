@@ -10,7 +10,7 @@ from kafka_connect import KafkaConnect
 from requests import HTTPError
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.execution.runner import TaskRunner
 from tests.rest.conftest import Served
 
 

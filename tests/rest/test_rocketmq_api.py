@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.execution.runner import TaskRunner
 from tests.rest.conftest import Served
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.execution.runner import TaskRunner
 from connect_core.web.view import create_view_app
 from tests.conftest import file_pair
 

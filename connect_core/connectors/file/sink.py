@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import AliasChoices, Field
 
 from connect_core.connectors.file._paths import absolute, check_target, open_regular
-from connect_core.runtime import _faults
+from connect_core.runtime.execution import _faults
 from connect_core.sdk import (
     CommittedOffset,
     LocalPath,

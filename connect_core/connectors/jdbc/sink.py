@@ -22,7 +22,7 @@ from connect_core.connectors.jdbc import _pgcopy
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import postgres_type
-from connect_core.runtime import _faults
+from connect_core.runtime.execution import _faults
 from connect_core.sdk import ArrowRecords, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import CommittedOffset, TopicPartition

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import inspect, text
 
-from connect_core.runtime import migrate
-from connect_core.runtime.db import make_engine
-from connect_core.runtime.models import SCHEMA, Base
+from connect_core.runtime.store import migrate
+from connect_core.runtime.store.db import make_engine
+from connect_core.runtime.store.models import SCHEMA, Base
 
 TABLES = {
     "connectors",

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from connect_core.runtime.topics import Segment
+from connect_core.runtime.topics.store import Segment
 from connect_core.sdk.errors import FatalError
 from connect_core.sdk.records import DRIVER_MAX_ROWS, OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords
 

@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 
 __all__ = ["MIGRATIONS_DIR", "downgrade", "upgrade"]
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
 
 
 def _config() -> Config:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.pools import PoolStore
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import SourcePosition
 

@@ -22,9 +22,9 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from connect_core.runtime.allocation import Pool, Work, allocate
-from connect_core.runtime.db import CONFLICT, check_storable, store_fault
-from connect_core.runtime.models import AssignmentRow, ConnectorRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
+from connect_core.runtime.cluster.allocation import Pool, Work, allocate
+from connect_core.runtime.store.db import CONFLICT, check_storable, store_fault
+from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
 __all__ = ["Plan", "PoolInfo", "PoolStore", "RebalanceResult"]

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text
 
-from connect_core.runtime.allocation import Work
+from connect_core.runtime.cluster.allocation import Work
+from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.models import RebalanceLogRow
-from connect_core.runtime.pools import PoolStore
-from connect_core.runtime.runs import CommitRequest
+from connect_core.runtime.execution.runs import CommitRequest
+from connect_core.runtime.store.models import RebalanceLogRow
 from connect_core.sdk import FencedError, SourcePosition
 from connect_core.sdk.errors import ConfigError
 
@@ -24,7 +24,7 @@ def pools(runtime: Runtime) -> PoolStore:
 def _counters(runtime: Runtime, tmp_path: Path, n: int = 2, tasks: int = 2) -> None:
     from connect_core.runtime.plugins import PluginRegistry
 
-    runtime.registry = PluginRegistry([Path(__file__).resolve().parents[2] / "examples" / "plugins"])
+    runtime.registry = PluginRegistry([Path(__file__).resolve().parents[3] / "examples" / "plugins"])
     for i in range(n):
         runtime.create_connector(f"c{i}", {"connector.class": "CounterSource", "topic": f"t{i}", "tasks.max": tasks})
 
@@ -103,8 +103,8 @@ def test_a_run_moved_mid_run_is_fenced_and_leaves_nothing(
     runtime: Runtime, pools: PoolStore, tmp_path: Path, spark
 ) -> None:  # type: ignore[no-untyped-def]
     """The must-show fenced commit: superseded mid-run → FENCED, no segment, no files, position untouched."""
-    from connect_core.runtime.models import TopicSegmentRow
-    from connect_core.runtime.runner import TaskRunner
+    from connect_core.runtime.execution.runner import TaskRunner
+    from connect_core.runtime.store.models import TopicSegmentRow
     from tests.conftest import make_runner
 
     pools.add("a", "spark://127.0.0.1:7077")

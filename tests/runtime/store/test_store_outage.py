@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from connect_core.runtime import db, migrate
-from connect_core.runtime.changes import ChangeListener
-from connect_core.runtime.connectors_store import ConnectorStore
-from connect_core.runtime.db import make_engine, store_fault
-from connect_core.runtime.pools import PoolStore
+from connect_core.runtime.cluster.pools import PoolStore
+from connect_core.runtime.store import db, migrate
+from connect_core.runtime.store.changes import ChangeListener
+from connect_core.runtime.store.connectors import ConnectorStore
+from connect_core.runtime.store.db import make_engine, store_fault
 from tests.rest._throwaway_pg import ThrowawayPostgres
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connect_core.runtime.allocation import STRATEGIES, Pool, Work, allocate, work_items
+from connect_core.runtime.cluster.allocation import STRATEGIES, Pool, Work, allocate, work_items
 
 WORKERS = [Pool("workId1"), Pool("workId2"), Pool("workId3")]
 

@@ -17,8 +17,8 @@ from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from connect_core.runtime.db import check_storable
-from connect_core.runtime.models import (
+from connect_core.runtime.store.db import check_storable
+from connect_core.runtime.store.models import (
     ChangeCounterRow,
     ConnectorRow,
     ConnectorStatusRow,

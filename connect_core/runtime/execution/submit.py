@@ -15,7 +15,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.jvm_archive import driver_java_options
+from connect_core.runtime.execution.jvm_archive import driver_java_options
+from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF, spark_env, spark_submit_path
 from connect_core.runtime.security import is_secret_key, mask_text, masker
 from connect_core.runtime.settings import Settings
 
 if TYPE_CHECKING:
-    from connect_core.runtime.rebalancer import Placement
+    from connect_core.runtime.cluster.rebalancer import Placement
 
 __all__ = [
     "RESULT_PREFIX",
@@ -53,8 +53,6 @@ log = logging.getLogger(__name__)
 
 RESULT_PREFIX = "CONNECT_RESULT "
 RUNNER_MAIN = Path(__file__).with_name("_runner_main.py")
-#: Spark's own redaction (UI, event log, `--verbose`) by key: its default pattern, plus our database URL.
-REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|database[._]?url"
 
 
 def exit_code(state: str) -> int:
@@ -76,27 +74,11 @@ class SubmitResult:
         return str(self.result.get("state") or ("KILLED" if self.exit_code < 0 or self.exit_code == 137 else "FAILED"))
 
 
-def spark_submit_path(settings: Settings) -> str:
-    if settings.spark_submit:
-        return settings.spark_submit
-    import pyspark
-
-    return str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
-
-
 def spark_conf(conf: Mapping[str, str] | None = None, settings: Settings | None = None) -> dict[str, str]:
     """Spark settings of every runner: no UI, UTC, and a driver bound to loopback unless overridden;
     with `settings`, the driver JVM also starts from the class-data archive if there is one
     (`jvm_archive`), before any `spark.driver.extraJavaOptions` of `conf`."""
-    merged = {
-        "spark.ui.enabled": "false",
-        "spark.log.level": "WARN",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.redaction.regex": REDACTION_REGEX,
-        **(conf or {}),
-    }
+    merged = {**BASE_SPARK_CONF, **(conf or {})}
     archive = driver_java_options(settings) if settings is not None else None
     if archive:
         key = "spark.driver.extraJavaOptions"
@@ -162,17 +144,6 @@ _PROPERTY_ESCAPES = str.maketrans(
 
 def runner_args(connector: str, task_id: int, pool: str | None = None) -> list[str]:
     return ["--connector", connector, "--task", str(task_id), *(["--pool", pool] if pool else [])]
-
-
-def spark_env(settings: Settings) -> dict[str, str]:
-    """What any spark-submit of ours needs: this Python in the driver and the workers, loopback,
-    and pyspark's own launchers first on PATH (spark-submit is found on the child's PATH)."""
-    return {
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-        "PATH": f"{Path(spark_submit_path(settings)).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
 
 
 def security_env(settings: Settings) -> dict[str, str]:

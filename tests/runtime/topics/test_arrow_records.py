@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from connect_core.runtime.topic_io import arrow_topics, read_topics, write_segment
-from connect_core.runtime.topics import Segment
+from connect_core.runtime.topics.segments import arrow_topics, read_topics, write_segment
+from connect_core.runtime.topics.store import Segment
 from connect_core.sdk import ArrowRecords
 
 

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from connect_core.runtime.cluster.liveness import probe, probe_all, probe_url
+from connect_core.runtime.cluster.pools import PoolInfo
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.liveness import probe, probe_all, probe_url
-from connect_core.runtime.pools import PoolInfo
 
 ANSWERS: dict[str, tuple[int, bytes]] = {}
 

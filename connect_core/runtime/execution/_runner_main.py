@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     from connect_core.runtime.context import Runtime
-    from connect_core.runtime.runner import TaskRunner
-    from connect_core.runtime.submit import exit_code
+    from connect_core.runtime.execution.runner import TaskRunner
+    from connect_core.runtime.execution.submit import exit_code
 
     runtime = Runtime.open(upgrade=False)
     runner = TaskRunner(

@@ -16,8 +16,8 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.models import TopicSegmentRow
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.store.models import TopicSegmentRow
 from tests.conftest import file_pair, make_runner
 
 

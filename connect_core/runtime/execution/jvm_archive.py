@@ -23,6 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF, spark_env, spark_submit_path
 from connect_core.runtime.settings import Settings
 
 __all__ = ["archive_path", "build_archive", "driver_java_options"]
@@ -43,8 +44,6 @@ def archive_path(settings: Settings) -> Path:
     """Where the archive of this JVM and this Spark install lives (it is valid for no other)."""
     import pyspark
 
-    from connect_core.runtime.submit import spark_submit_path
-
     spark = os.path.realpath(spark_submit_path(settings))
     key = hashlib.sha256(f"{_java()}\0{spark}".encode()).hexdigest()[:12]
     return settings.jvm_archive_dir / f"spark-{pyspark.__version__}-{key}.jsa"
@@ -59,14 +58,12 @@ def driver_java_options(settings: Settings) -> str | None:
 def build_archive(settings: Settings, *, force: bool = False, timeout: float = 600) -> tuple[Path, float | None]:
     """Make the archive by a training spark-submit; (path, seconds taken), None seconds when it was
     already there. Raises RuntimeError with the run's output when the training run fails."""
-    from connect_core.runtime.submit import spark_conf, spark_env, spark_submit_path
-
     path = archive_path(settings)
     if path.is_file() and not force:
         return path, None
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    conf = {**spark_conf(), "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={temp} {_LOG}"}
+    conf = {**BASE_SPARK_CONF, "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={temp} {_LOG}"}
     cmd = [spark_submit_path(settings), "--master", "local[2]", "--name", "connect:jvm-archive"]
     for key, value in conf.items():
         cmd += ["--conf", f"{key}={value}"]

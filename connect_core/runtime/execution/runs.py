@@ -20,9 +20,9 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from connect_core.runtime.connectors_store import ConnectorStore
-from connect_core.runtime.models import AssignmentRow, ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
-from connect_core.runtime.topics import Segment, TopicStore
+from connect_core.runtime.store.connectors import ConnectorStore
+from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
+from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SourcePosition, TopicPartition
 

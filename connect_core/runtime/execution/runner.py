@@ -19,14 +19,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime import _faults
-from connect_core.runtime.connectors_store import ConnectorStore
+from connect_core.runtime.execution import _faults
+from connect_core.runtime.execution.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
-from connect_core.runtime.topic_io import arrow_topics, delete_path, read_topics, write_segment
-from connect_core.runtime.topics import TopicStore
+from connect_core.runtime.store.connectors import ConnectorStore
+from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
+from connect_core.runtime.topics.store import TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, FatalError, FencedError, RetriableError

@@ -7,8 +7,8 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.models import SinkOffsetRow, SourcePositionRow, TaskRunRow, TopicSegmentRow
-from connect_core.runtime.runner import TaskRunner
+from connect_core.runtime.execution.runner import TaskRunner
+from connect_core.runtime.store.models import SinkOffsetRow, SourcePositionRow, TaskRunRow, TopicSegmentRow
 from tests.conftest import file_pair
 
 

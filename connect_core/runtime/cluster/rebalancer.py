@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from connect_core.runtime.airflow_client import AIRFLOW_POOL_PREFIX, AirflowClient, airflow_pool_for
-from connect_core.runtime.liveness import probe_all, probe_one
-from connect_core.runtime.pools import PoolStore, RebalanceResult
+from connect_core.runtime.cluster.liveness import probe_all, probe_one
+from connect_core.runtime.cluster.pools import PoolStore, RebalanceResult
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import RetriableError
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from connect_core.runtime.pools import PoolInfo, PoolStore
+from connect_core.runtime.cluster.pools import PoolInfo, PoolStore
 
 __all__ = ["ProbeResult", "probe", "probe_all", "probe_one", "probe_url"]
 

@@ -25,7 +25,7 @@ from sqlalchemy import Engine, Integer, Text, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from connect_core.runtime.models import Base, TopicPartitionRow, TopicRow, TopicSegmentRow
+from connect_core.runtime.store.models import Base, TopicPartitionRow, TopicRow, TopicSegmentRow
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
 

@@ -1,0 +1,1 @@
+"""The cluster: Spark pools, their liveness probes, allocation strategies and the rebalance."""
