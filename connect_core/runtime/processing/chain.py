@@ -1,0 +1,198 @@
+"""A connector's transforms, in order, applied to a whole batch: on Spark DataFrames or on Arrow
+record batches, with the same meaning.
+
+Each transform is one projection (or one filter). A transform with a predicate applies only to the
+rows the predicate holds for (`negate` flips it): its output columns are merged with the input's
+column by column (`when(p, new).otherwise(old)`; a column only the transform makes is null where
+it did not apply, one it drops is kept where it did not). A record in Kafka has its own schema, a
+row here shares the batch's: where the two branches give a column different types, the column
+takes the transform's type (the other branch's values are cast to it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from connect_core.runtime.processing.records import with_record_parts_arrow, with_record_parts_spark
+from connect_core.sdk.errors import ConnectError
+from connect_core.sdk.transforms import KEY_COLUMN, DataError, Predicate, Transformation, describe
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
+
+__all__ = ["Step", "TransformChain", "TransformError"]
+
+
+class TransformError(DataError):
+    """A transform failed on a batch; says which one (its alias and class)."""
+
+    def __init__(self, alias: str, transform: object, cause: BaseException) -> None:
+        self.alias = alias
+        self.transform_class = describe(transform)
+        super().__init__(f"transform `{alias}` ({self.transform_class}) failed: {type(cause).__name__}: {cause}")
+
+
+@dataclass(frozen=True)
+class Step:
+    alias: str
+    transform: Transformation[Any]
+    predicate: Predicate[Any] | None = None
+    negate: bool = False
+
+
+class TransformChain:
+    """The transforms of one side of a connector (a source's before the topic, a sink's after it)."""
+
+    def __init__(self, steps: Sequence[Step]) -> None:
+        self.steps = tuple(steps)
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    @property
+    def arrow_capable(self) -> bool:
+        """Whether the chain can run on Arrow batches (no step is a whole-batch query)."""
+        return not any(step.transform.whole_batch for step in self.steps)
+
+    @property
+    def routes(self) -> bool:
+        """Whether a record's topic may change (then the output is grouped by `__topic` again)."""
+        return any(step.transform.routes for step in self.steps)
+
+    # -- Spark ----------------------------------------------------------------
+
+    def spark(self, df: DataFrame, topic: str | None = None) -> DataFrame:
+        """`df` transformed; record parts it lacks are added first (`__topic` as `topic` if given)."""
+        from pyspark.sql import functions as F
+
+        df = with_record_parts_spark(df, topic)
+        for step in self.steps:
+            try:
+                df = self._spark_step(step, df, F)
+            except ConnectError as exc:
+                raise TransformError(step.alias, step.transform, exc) from exc
+            except Exception as exc:  # Spark's AnalysisException and the like: the data does not fit
+                raise TransformError(step.alias, step.transform, exc) from exc
+        return _drop_void_key_spark(df)
+
+    @staticmethod
+    def _spark_step(step: Step, df: DataFrame, F: Any) -> DataFrame:
+        if step.transform.whole_batch:
+            return with_record_parts_spark(step.transform.spark_frame(df))
+        where: Column | None = None
+        if step.predicate is not None:
+            where = step.predicate.spark(df)
+            where = ~where if step.negate else where
+        keep = step.transform.spark_keep(df)
+        if keep is not None:
+            # a filter drops the rows it does not keep, where its predicate holds
+            drop = ~F.coalesce(keep, F.lit(False))
+            return df.filter(~(drop & where) if where is not None else ~drop)
+        out = step.transform.spark(df)
+        if where is None:
+            return df.select(*[col.alias(name) for name, col in out.items()])
+        projected = df.select(*[col.alias(name) for name, col in out.items()])
+        types = {f.name: f.dataType for f in projected.schema.fields}
+        merged: list[Column] = []
+        for name, col in out.items():
+            if name in df.columns:
+                old = F.col(name)
+                if df.schema[name].dataType != types[name]:
+                    old = old.cast(types[name])
+                merged.append(F.when(where, col).otherwise(old).alias(name))
+            else:
+                merged.append(F.when(where, col).alias(name))
+        merged += [F.when(~where, F.col(name)).alias(name) for name in df.columns if name not in out]
+        return df.select(*merged)
+
+    # -- Arrow ----------------------------------------------------------------
+
+    def arrow(self, batch: pa.RecordBatch, topic: str | None = None) -> pa.RecordBatch:
+        """One record batch transformed, as `spark` transforms a DataFrame."""
+        if not self.arrow_capable:
+            raise RuntimeError("this chain has a whole-batch step (SQL); run it on a DataFrame")
+        batch = with_record_parts_arrow(batch, topic)
+        for step in self.steps:
+            try:
+                batch = self._arrow_step(step, batch)
+            except ConnectError as exc:
+                raise TransformError(step.alias, step.transform, exc) from exc
+            except Exception as exc:  # pyarrow's ArrowInvalid and the like
+                raise TransformError(step.alias, step.transform, exc) from exc
+        return _drop_void_key_arrow(batch)
+
+    @staticmethod
+    def _arrow_step(step: Step, batch: pa.RecordBatch) -> pa.RecordBatch:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        where = None
+        if step.predicate is not None:
+            where = step.predicate.arrow(batch)
+            where = pc.invert(where) if step.negate else where
+        keep = step.transform.arrow_keep(batch)
+        if keep is not None:
+            keep = pc.fill_null(keep, False)
+            if where is not None:
+                keep = pc.or_(keep, pc.invert(where))
+            return batch.filter(keep)
+        out = step.transform.arrow(batch)
+        if where is None:
+            return pa.RecordBatch.from_arrays(list(out.values()), names=list(out))
+        names, arrays = [], []
+        for name, new in out.items():
+            if name in batch.schema.names:
+                old = batch.column(name)
+                if old.type != new.type:
+                    old = old.cast(new.type)
+                arrays.append(pc.if_else(where, new, old))
+            else:
+                arrays.append(pc.if_else(where, new, pa.nulls(len(new), new.type)))
+            names.append(name)
+        for name in batch.schema.names:
+            if name not in out:
+                old = batch.column(name)
+                names.append(name)
+                arrays.append(pc.if_else(where, pa.nulls(len(old), old.type), old))
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+    def arrow_function(self, topic: str | None = None) -> Any:
+        """A `mapInArrow`-style function (record batches → record batches) applying the chain."""
+
+        def apply(batches: Any) -> Any:
+            for batch in batches:
+                yield self.arrow(batch, topic)
+
+        return apply
+
+    def output_schema(self, schema: StructType, topic: str | None = None) -> StructType:
+        """The Spark schema of the chain's output for input rows of `schema`: the Arrow path run over
+        an empty batch (transforms are column projections, so the schema does not depend on data)."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+        empty = pa.RecordBatch.from_pylist([], schema=to_arrow_schema(schema, timezone="UTC"))
+        return from_arrow_schema(self.arrow(empty, topic).schema)
+
+
+def _drop_void_key_spark(df: DataFrame) -> DataFrame:
+    """A key no source or transform set has no type (Parquet cannot store one): the row has no key."""
+    from pyspark.sql.types import NullType
+
+    if KEY_COLUMN in df.columns and isinstance(df.schema[KEY_COLUMN].dataType, NullType):
+        return df.drop(KEY_COLUMN)
+    return df
+
+
+def _drop_void_key_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    index = batch.schema.get_field_index(KEY_COLUMN)
+    if index >= 0 and batch.schema.field(index).type == pa.null():
+        return batch.remove_column(index)
+    return batch
+

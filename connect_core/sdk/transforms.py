@@ -1,0 +1,147 @@
+"""What a transformation or predicate plugin implements: Kafka Connect's Single Message Transforms,
+over a whole batch at once.
+
+A record is a row. Its **value** is the row's own columns (every column whose name does not start
+with `__`); beside them a row carries Kafka's other record parts in reserved columns:
+
+| column          | Kafka record part | type                                        |
+|-----------------|-------------------|---------------------------------------------|
+| `__key`         | key               | any (a struct of the key fields, usually)   |
+| `__headers`     | headers           | array of struct<key: string, value: string> |
+| `__timestamp`   | timestamp         | timestamp (UTC)                             |
+| `__tombstone`   | null value        | boolean (true: the value is null)           |
+| `__topic`       | topic             | string                                      |
+| `__partition`   | partition         | int (sinks only: set when the row is read)  |
+| `__offset`      | offset            | long (sinks only)                           |
+
+A transformation never sees one record at a time: it gives the columns of its output as
+expressions over its input's columns, once for Spark (`spark`: Column expressions) and once for
+Arrow (`arrow`: pyarrow arrays of one record batch), with the same meaning. The runtime applies it
+to every row of the batch, or only where its predicate holds (merging the outputs column by
+column), and chains transforms into one projection. A transform that drops records (Kafka's
+`Filter`) gives `keep` instead.
+
+A transform that cannot handle a batch raises `DataError` (a record's data, not the config, is
+wrong); what the runtime then does follows `errors.tolerance`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from connect_core.sdk.errors import ConnectError
+
+if TYPE_CHECKING:  # the SDK imports without Spark or pyarrow
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+
+__all__ = [
+    "HEADERS_COLUMN",
+    "KEY_COLUMN",
+    "RECORD_COLUMNS",
+    "TIMESTAMP_COLUMN",
+    "TOMBSTONE_COLUMN",
+    "DataError",
+    "Predicate",
+    "PredicateConfig",
+    "Transformation",
+    "TransformConfig",
+    "is_value_column",
+]
+
+KEY_COLUMN = "__key"
+HEADERS_COLUMN = "__headers"
+TIMESTAMP_COLUMN = "__timestamp"
+TOMBSTONE_COLUMN = "__tombstone"
+#: The record parts a row may carry besides its value (sources may set them; the runtime keeps them).
+RECORD_COLUMNS = (KEY_COLUMN, HEADERS_COLUMN, TIMESTAMP_COLUMN, TOMBSTONE_COLUMN)
+
+
+def is_value_column(name: str) -> bool:
+    """Whether the column `name` is part of a record's value (and not a record part the runtime keeps)."""
+    return not name.startswith("__")
+
+
+class DataError(ConnectError):
+    """A record's data cannot go through a transform or conversion (a string that is no number, a key
+    that is not a struct). Tolerated or fatal by `errors.tolerance`; retrying cannot change it."""
+
+
+class TransformConfig(BaseModel):
+    """The options of a transformation (`transforms.<alias>.<option>`), keyed as in Kafka."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class PredicateConfig(TransformConfig):
+    """The options of a predicate (`predicates.<alias>.<option>`)."""
+
+
+C = TypeVar("C", bound=TransformConfig)
+
+
+class Transformation(ABC, Generic[C]):
+    """One Single Message Transform: a column projection of the batch (or a row filter)."""
+
+    config_model: ClassVar[type[TransformConfig]] = TransformConfig
+    version: ClassVar[str] = "1.0"
+    #: True when the transform may change a record's `__topic` (routers): the runtime then groups
+    #: its output by topic again.
+    routes: ClassVar[bool] = False
+    #: What `GET /connector-plugins` says the transform does.
+    doc: ClassVar[str] = ""
+    #: True for a transform that is a query over the whole batch rather than a projection (the SQL
+    #: transform): it implements `spark_frame` instead of `spark`/`arrow`, runs on Spark only (a
+    #: batch read as Arrow goes through Spark instead) and takes no predicate.
+    whole_batch: ClassVar[bool] = False
+
+    def __init__(self, config: C) -> None:
+        self.config = config
+
+    def spark_frame(self, df: DataFrame) -> DataFrame:
+        """The output of a `whole_batch` transform."""
+        raise NotImplementedError(f"{describe(self)} is a projection: the runtime calls `spark`")
+
+    @abstractmethod
+    def spark(self, df: DataFrame) -> dict[str, Column]:
+        """The output's columns, in order, as expressions over `df`'s columns (one output row per input row)."""
+
+    @abstractmethod
+    def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        """The same columns computed over one Arrow record batch."""
+
+    def spark_keep(self, df: DataFrame) -> Column | None:
+        """Rows to keep, for transforms that drop records; None keeps every row (the default)."""
+        return None
+
+    def arrow_keep(self, batch: pa.RecordBatch) -> pa.Array | None:
+        """The same as `spark_keep`, as a boolean array over one record batch."""
+        return None
+
+
+class Predicate(ABC, Generic[C]):
+    """A condition on records (Kafka's `Predicate`), deciding where a transform applies."""
+
+    config_model: ClassVar[type[TransformConfig]] = PredicateConfig
+    version: ClassVar[str] = "1.0"
+    doc: ClassVar[str] = ""
+
+    def __init__(self, config: C) -> None:
+        self.config = config
+
+    @abstractmethod
+    def spark(self, df: DataFrame) -> Column:
+        """True for the rows the predicate holds for (never null)."""
+
+    @abstractmethod
+    def arrow(self, batch: pa.RecordBatch) -> pa.Array:
+        """The same over one Arrow record batch: a boolean array without nulls."""
+
+
+def describe(obj: Any) -> str:
+    """`module.Class` of a transform or predicate, as error contexts name it."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
