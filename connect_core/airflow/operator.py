@@ -43,7 +43,7 @@ from connect_core.sdk.errors import ConfigError, FatalError
 __all__ = ["DEFAULT_SPARK_CONN_ID", "NO_RETRY_KINDS", "ConnectRunFailed", "ConnectTaskOperator", "root_cause"]
 
 #: Error kinds (the runner's `stats.error_kind`) that a retry of the same run cannot fix.
-NO_RETRY_KINDS = frozenset({"config", "fatal"})
+NO_RETRY_KINDS = frozenset({"config", "data", "fatal"})
 
 
 class ConnectRunFailed(AirflowException):

@@ -199,9 +199,9 @@ def trigger(svc: Svc, connector: str) -> dict[str, Any]:
     return svc.trigger(connector)
 
 
-@router.get("/connector-plugins", summary="Installed connector plugins")
-def plugins(svc: Svc) -> list[dict[str, Any]]:
-    return [{"class": p["class"], "type": p["type"], "version": p["version"]} for p in svc.plugins()]
+@router.get("/connector-plugins", summary="Installed plugins (Kafka's `connectorsOnly=false`: transformations too)")
+def plugins(svc: Svc, connectorsOnly: bool = True) -> list[dict[str, Any]]:
+    return [{"class": p["class"], "type": p["type"], "version": p["version"]} for p in svc.plugins(connectorsOnly)]
 
 
 @router.get("/connector-plugins/{plugin}/config", summary="A plugin's config definitions")

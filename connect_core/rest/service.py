@@ -24,7 +24,7 @@ from connect_core.runtime.security import mask_config, mask_text
 from connect_core.runtime.store.changes import ChangeListener
 from connect_core.runtime.store.connectors import TARGET_STATES, ConnectorExistsError, ConnectorInfo, ConnectorStatus
 from connect_core.runtime.store.db import check_storable
-from connect_core.runtime.validation import config_infos
+from connect_core.runtime.validation import config_infos, transform_definitions
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
 from connect_core.sdk.records import SourcePosition, TopicPartition
@@ -438,16 +438,28 @@ class ConnectService:
 
     # -- plugins ----------------------------------------------------------------
 
-    def plugins(self) -> list[dict[str, Any]]:
+    def plugins(self, connectors_only: bool = False) -> list[dict[str, Any]]:
+        """Connector plugins, then (unless `connectors_only`) transformations and predicates."""
+        registry = self.rt.registry
+        found: list[Any] = sorted(registry.plugins().values(), key=lambda p: p.name)
+        if not connectors_only:
+            found += sorted(registry.transforms().values(), key=lambda p: p.name)
+            found += sorted(registry.predicates().values(), key=lambda p: p.name)
         return [
             {"class": p.class_path, "type": p.type, "version": p.version, "name": p.name, "aliases": p.aliases}
-            for p in sorted(self.rt.registry.plugins().values(), key=lambda p: p.name)
+            for p in found
         ]
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        infos = config_infos({"connector.class": plugin}, self.rt.registry)
+        registry = self.rt.registry
+        for predicate in (False, True):
+            try:
+                return transform_definitions(registry.resolve_transform(plugin, predicate=predicate))
+            except ConfigError:
+                continue
+        infos = config_infos({"connector.class": plugin}, registry)
         if infos["configs"] and any("not found" in e for c in infos["configs"] for e in c["value"]["errors"]):
-            raise NotFoundError(f"connector plugin `{plugin}` not found")
+            raise NotFoundError(f"plugin `{plugin}` not found")
         return [c["definition"] for c in infos["configs"] if c["definition"]]
 
     def validate(self, plugin: str | None, config: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,9 @@
-"""Finding connector plugins: entry points, a `plugin.path` of directories, and aliases.
+"""Finding plugins (connectors, transformations, predicates): entry points, a `plugin.path` of
+directories, and aliases.
 
-A plugin is a `SourceConnector` or `SinkConnector` subclass. It is found
+A connector plugin is a `SourceConnector` or `SinkConnector` subclass; a transformation a
+`Transformation`, a predicate a `Predicate` subclass (entry-point groups `connect_core.transforms`
+and `connect_core.predicates`). A plugin is found
 
 * through the `connect_core.connectors` entry-point group (how built-ins and
   installed packages register), or
@@ -28,12 +31,19 @@ from typing import Any
 
 from connect_core.sdk.connector import Connector, SinkConnector, SourceConnector
 from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.transforms import Predicate, Transformation
 
-__all__ = ["ALIASES", "ENTRY_POINT_GROUP", "Plugin", "PluginRegistry"]
+__all__ = ["ALIASES", "ENTRY_POINT_GROUP", "Plugin", "PluginRegistry", "TransformPlugin"]
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "connect_core.connectors"
+TRANSFORM_GROUP = "connect_core.transforms"
+PREDICATE_GROUP = "connect_core.predicates"
+#: Kafka's packages of its transforms and predicates: `org.apache.kafka.connect.transforms.Cast$Value`
+#: names the built-in `Cast$Value`, so a Kafka Connect config runs unchanged.
+_KAFKA_TRANSFORMS = "org.apache.kafka.connect.transforms."
+_KAFKA_PREDICATES = "org.apache.kafka.connect.transforms.predicates."
 
 #: Class names users bring from RocketMQ Connect and Kafka Connect.
 ALIASES: dict[str, str] = {
@@ -73,12 +83,47 @@ class Plugin:
         return sorted(alias for alias, target in ALIASES.items() if target == self.name)
 
 
+@dataclass(frozen=True)
+class TransformPlugin:
+    """A transformation or a predicate."""
+
+    name: str
+    cls: type[Transformation[Any]] | type[Predicate[Any]]
+    origin: str
+
+    @property
+    def class_path(self) -> str:
+        return f"{self.cls.__module__}.{self.cls.__qualname__}"
+
+    @property
+    def type(self) -> str:
+        """Kafka's plugin type names (`GET /connector-plugins?connectorsOnly=false`)."""
+        return "transformation" if issubclass(self.cls, Transformation) else "predicate"
+
+    @property
+    def version(self) -> str:
+        return self.cls.version
+
+    @property
+    def aliases(self) -> list[str]:
+        package = _KAFKA_TRANSFORMS if self.type == "transformation" else _KAFKA_PREDICATES
+        return (
+            [package + self.name]
+            if self.origin == "entry point" and self.cls.__module__.startswith("connect_core.")
+            else []
+        )
+
+
 class PluginRegistry:
-    def __init__(self, plugin_dirs: list[Path] | None = None, *, extra: Sequence[type[Connector[Any]]] = ()) -> None:
-        """Plugins come from entry points, `plugin_dirs`, and `extra` classes (an embedding program's own)."""
+    def __init__(self, plugin_dirs: list[Path] | None = None, *, extra: Sequence[type[Any]] = ()) -> None:
+        """Plugins come from entry points, `plugin_dirs`, and `extra` classes (an embedding program's
+        own connectors, transformations and predicates)."""
         self._plugin_dirs = list(plugin_dirs or [])
-        self._extra = list(extra)
+        self._extra = [cls for cls in extra if _is_plugin(cls)]
+        self._extra_kinds = [cls for cls in extra if not _is_plugin(cls)]
         self._plugins: dict[str, Plugin] | None = None
+        self._transforms: dict[str, TransformPlugin] | None = None
+        self._predicates: dict[str, TransformPlugin] | None = None
 
     def plugins(self) -> dict[str, Plugin]:
         """Every plugin found, by name (scanned once; `reload()` scans again)."""
@@ -87,8 +132,56 @@ class PluginRegistry:
         return self._plugins
 
     def reload(self) -> dict[str, Plugin]:
-        self._plugins = None
+        self._plugins = self._transforms = self._predicates = None
         return self.plugins()
+
+    def transforms(self) -> dict[str, TransformPlugin]:
+        """Every transformation found, by name (`InsertField$Value`)."""
+        if self._transforms is None:
+            self._transforms = self._discover_kind(TRANSFORM_GROUP, Transformation)
+        return self._transforms
+
+    def predicates(self) -> dict[str, TransformPlugin]:
+        """Every predicate found, by name (`TopicNameMatches`)."""
+        if self._predicates is None:
+            self._predicates = self._discover_kind(PREDICATE_GROUP, Predicate)
+        return self._predicates
+
+    def resolve_transform(self, type_name: str, *, predicate: bool = False) -> TransformPlugin:
+        """The transformation (or predicate) `type_name` names: its name, a Kafka class name, or a
+        class path; ConfigError listing the available ones if none."""
+        found = self.predicates() if predicate else self.transforms()
+        kind = "predicate" if predicate else "transformation"
+        package = _KAFKA_PREDICATES if predicate else _KAFKA_TRANSFORMS
+        if not isinstance(type_name, str) or not type_name:
+            raise ConfigError(f"the {kind} `type` must be a class name")
+        name = type_name[len(package) :] if type_name.startswith(package) else type_name
+        if name in found:
+            return found[name]
+        for plugin in found.values():
+            if type_name in (plugin.class_path, plugin.cls.__name__):
+                return plugin
+        raise ConfigError(f"{kind} `{type_name}` not found; available: {', '.join(sorted(found)) or 'none'}")
+
+    def _discover_kind(self, group: str, base: type[Any]) -> dict[str, TransformPlugin]:
+        found: dict[str, TransformPlugin] = {}
+        for ep in entry_points(group=group):
+            try:
+                cls = ep.load()
+            except Exception:  # one broken plugin must not hide the others
+                log.exception("could not load plugin entry point `%s`", ep.value)
+                continue
+            if _is_kind(cls, base):
+                found.setdefault(ep.name, TransformPlugin(ep.name, cls, "entry point"))
+        for cls in self._extra_kinds:
+            if _is_kind(cls, base):
+                found.setdefault(cls.__name__, TransformPlugin(cls.__name__, cls, "registered"))
+        for directory in self._plugin_dirs:
+            for module in _modules_in(directory):
+                for _, cls in inspect.getmembers(module, lambda obj: _is_kind(obj, base)):
+                    if cls.__module__ == module.__name__:
+                        found.setdefault(cls.__name__, TransformPlugin(cls.__name__, cls, str(directory)))
+        return found
 
     def resolve(self, connector_class: str) -> Plugin:
         """The plugin `connector_class` names; ConfigError listing the available ones if none."""
@@ -137,6 +230,10 @@ def _is_plugin(obj: object) -> bool:
         and obj not in (SourceConnector, SinkConnector)
         and not inspect.isabstract(obj)
     )
+
+
+def _is_kind(obj: object, base: type[Any]) -> bool:
+    return inspect.isclass(obj) and issubclass(obj, base) and obj is not base and not inspect.isabstract(obj)
 
 
 def _modules_in(directory: Path) -> list[ModuleType]:

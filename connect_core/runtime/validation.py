@@ -14,13 +14,14 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from connect_core.runtime.plugins import Plugin, PluginRegistry
+from connect_core.runtime.plugins import Plugin, PluginRegistry, TransformPlugin
+from connect_core.runtime.processing import config as transforms_config
 from connect_core.runtime.security import ConfigProviders, is_secret_key, mask_config, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.sdk.config import ConnectorConfig
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["ValidatedConnector", "config_infos", "validate_connector"]
+__all__ = ["ValidatedConnector", "config_infos", "transform_definitions", "validate_connector"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ def _errors(
     if plugin is not None and model is not None and not path_errors:
         for key, problems in plugin.cls().validate(model).items():
             errors.setdefault(key, []).extend(problems)
+    for key, problems in transforms_config.problems(config, registry).items():
+        errors.setdefault(key, []).extend(problems)
     for key, problems in (providers or ConfigProviders()).problems(config).items():
         errors.setdefault(key, []).extend(problems)
     return plugin, model, errors
@@ -185,7 +188,22 @@ def config_infos(
     }
 
 
-_COMMON = {"name", "connector.class", "tasks.max"}
+def transform_definitions(plugin: TransformPlugin) -> list[dict[str, Any]]:
+    """A transformation's or predicate's options as Kafka's `ConfigKeyInfo`s."""
+    return [
+        {
+            "name": _field_key(name, info),
+            "type": _type_name(info),
+            "required": info.is_required(),
+            "default_value": None if info.is_required() else _jsonable(info.get_default()),
+            "documentation": info.description or "",
+            "group": plugin.name,
+        }
+        for name, info in plugin.cls.config_model.model_fields.items()
+    ]
+
+
+_COMMON = {"name", "connector.class", "tasks.max", "transforms", "predicates"}
 
 
 def _type_name(info: FieldInfo) -> str:

@@ -1,7 +1,7 @@
 """The connector SDK: everything a connector author imports, and nothing of the runtime."""
 
 from connect_core.sdk._paths import LocalPath
-from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList, split_list
+from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList, TopicName, TopicNames, split_list
 from connect_core.sdk.connector import (
     Connector,
     ConnectorType,
@@ -14,6 +14,7 @@ from connect_core.sdk.connector import (
 from connect_core.sdk.errors import (
     ConfigError,
     ConnectError,
+    DataError,
     FatalError,
     FencedError,
     NotFoundError,
@@ -30,9 +31,23 @@ from connect_core.sdk.records import (
     TopicPartition,
     partition_key,
 )
+from connect_core.sdk.transforms import (
+    HEADERS_COLUMN,
+    KEY_COLUMN,
+    TIMESTAMP_COLUMN,
+    TOMBSTONE_COLUMN,
+    Predicate,
+    PredicateConfig,
+    Transformation,
+    TransformConfig,
+)
 
 __all__ = [
     "DRIVER_MAX_ROWS",
+    "HEADERS_COLUMN",
+    "KEY_COLUMN",
+    "TIMESTAMP_COLUMN",
+    "TOMBSTONE_COLUMN",
     "ArrowRecords",
     "CommittedOffset",
     "ConfigError",
@@ -40,11 +55,14 @@ __all__ = [
     "Connector",
     "ConnectorConfig",
     "ConnectorType",
+    "DataError",
     "FatalError",
     "FencedError",
     "LocalPath",
     "NotFoundError",
     "Positions",
+    "Predicate",
+    "PredicateConfig",
     "RetriableError",
     "SinkBatch",
     "SinkConnector",
@@ -56,7 +74,11 @@ __all__ = [
     "SourceTask",
     "TaskContext",
     "TopicList",
+    "TopicName",
+    "TopicNames",
     "TopicPartition",
+    "TransformConfig",
+    "Transformation",
     "partition_key",
     "split_list",
 ]

@@ -160,6 +160,17 @@ class ConnectorConfig(BaseModel):
         default=True,
         description="Before a run, ask the connector (without Spark) whether anything is new; skip the run if not.",
     )
+    transforms: TopicList = Field(
+        default_factory=list,
+        description=(
+            "Aliases of the transformations to apply, in order (Kafka's `transforms`): each configured by "
+            "`transforms.<alias>.type` and its options. A source applies them before the topic, a sink after it."
+        ),
+    )
+    predicates: TopicList = Field(
+        default_factory=list,
+        description="Aliases of the predicates transforms may name in `transforms.<alias>.predicate` (Kafka's).",
+    )
 
     @field_validator("schedule")
     @classmethod

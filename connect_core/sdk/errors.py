@@ -4,7 +4,7 @@ One root (`ConnectError`), split by what the caller can do about it:
 
 * `ConfigError`: the configuration is wrong; fix it and resubmit.
 * `RetriableError`: a transient failure; the same run may succeed later.
-* `FatalError`: the task cannot continue; a human must look.
+* `FatalError`: the task cannot continue; a human must look. `DataError`: a record's data is bad.
 * `ConflictError`: a concurrent change won; re-read and retry (Kafka Connect's 409).
 """
 
@@ -14,6 +14,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ConnectError",
+    "DataError",
     "FatalError",
     "FencedError",
     "NotFoundError",
@@ -43,6 +44,12 @@ class RetriableError(ConnectError):
 
 class FatalError(ConnectError):
     """A failure that rerunning will not fix."""
+
+
+class DataError(FatalError):
+    """A record's data cannot be converted, transformed or written (a string that is no number, a key
+    that is not a struct, a value too long for its column): rerunning the same records cannot fix
+    it; `errors.tolerance` decides whether the run fails or the record is set aside."""
 
 
 class NotFoundError(ConnectError):

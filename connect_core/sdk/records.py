@@ -178,6 +178,22 @@ class SinkBatch:
     partitions: tuple[TopicPartition, ...]
     by_topic: Mapping[str, DataFrame] = field(default_factory=dict)
     arrow_by_topic: Mapping[str, ArrowRecords] = field(default_factory=dict)
+    #: Topic read → the topics its rows name after the sink's transforms (a router such as Kafka's
+    #: `RegexRouter` renames them; `__topic` holds the new name). Offsets stay the topic read's.
+    routes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def destination(self, name: str) -> str:
+        """The one topic the rows read from `name` now name (the target a sink derives from a
+        topic, e.g. a table, follows it); ConfigError when a transform spread them over several."""
+        found = self.routes.get(name, (name,))
+        if len(found) > 1:
+            from connect_core.sdk.errors import ConfigError
+
+            raise ConfigError(
+                f"the transforms route the records of topic `{name}` to {len(found)} topics ({', '.join(found)}); "
+                "this sink writes one topic's records to one target"
+            )
+        return found[0] if found else name
 
     def arrow(self, name: str) -> ArrowRecords | None:
         """One topic's rows (the same columns as `topic(name)`) as Arrow batches read from the
@@ -202,5 +218,7 @@ class SinkBatch:
         return self.data.coalesce(1).sortWithinPartitions(TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
 
     def values(self) -> DataFrame:
-        """The topic's own columns only."""
-        return self.data.drop(TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
+        """The records' values: the topic's own columns, without key, headers or any other `__` column."""
+        from connect_core.sdk.transforms import column
+
+        return self.data.select(*[column(c) for c in self.data.columns if not c.startswith("__")])

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from connect_core.sdk.errors import ConnectError
+from connect_core.sdk.errors import DataError
 
 if TYPE_CHECKING:  # the SDK imports without Spark or pyarrow
     import pyarrow as pa
@@ -47,8 +47,9 @@ __all__ = [
     "DataError",
     "Predicate",
     "PredicateConfig",
-    "Transformation",
     "TransformConfig",
+    "Transformation",
+    "column",
     "is_value_column",
 ]
 
@@ -60,20 +61,23 @@ TOMBSTONE_COLUMN = "__tombstone"
 RECORD_COLUMNS = (KEY_COLUMN, HEADERS_COLUMN, TIMESTAMP_COLUMN, TOMBSTONE_COLUMN)
 
 
+def column(name: str) -> Column:
+    """The Spark column `name`, whatever characters it has (`F.col("a.b")` would mean field b of a)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def is_value_column(name: str) -> bool:
     """Whether the column `name` is part of a record's value (and not a record part the runtime keeps)."""
     return not name.startswith("__")
 
 
-class DataError(ConnectError):
-    """A record's data cannot go through a transform or conversion (a string that is no number, a key
-    that is not a struct). Tolerated or fatal by `errors.tolerance`; retrying cannot change it."""
-
-
 class TransformConfig(BaseModel):
     """The options of a transformation (`transforms.<alias>.<option>`), keyed as in Kafka."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    # Unknown options are ignored, as Kafka ignores them: a config written for a newer Kafka still runs.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
 
 class PredicateConfig(TransformConfig):

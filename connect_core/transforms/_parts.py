@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from connect_core.sdk.transforms import KEY_COLUMN, DataError, is_value_column
+from connect_core.sdk.transforms import KEY_COLUMN, DataError, column, is_value_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,7 +33,7 @@ def spark_fields(df: DataFrame, part: Part) -> dict[str, Column]:
     from pyspark.sql.types import StructType
 
     if part == "value":
-        return {name: F.col(name) for name in df.columns if is_value_column(name)}
+        return {name: column(name) for name in df.columns if is_value_column(name)}
     kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
     if not isinstance(kind, StructType):
         raise _not_struct(part, kind.simpleString() if kind is not None else "absent")
@@ -56,11 +56,11 @@ def spark_with(df: DataFrame, part: Part, fields: dict[str, Column]) -> dict[str
     from pyspark.sql import functions as F
 
     if part == "value":
-        return {**fields, **{name: F.col(name) for name in df.columns if not is_value_column(name)}}
+        return {**fields, **{name: column(name) for name in df.columns if not is_value_column(name)}}
     key = F.when(F.col(KEY_COLUMN).isNull(), F.lit(None)).otherwise(
         F.struct(*[col.alias(name) for name, col in fields.items()])
     )
-    return {name: key if name == KEY_COLUMN else F.col(name) for name in df.columns}
+    return {name: key if name == KEY_COLUMN else column(name) for name in df.columns}
 
 
 # -- Arrow ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from connect_core.sdk import (
     SourceConnector,
     SourcePosition,
     SourceTask,
+    TopicName,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class FileSourceConfig(ConnectorConfig):
         description="The text file to read (`filename`, or Kafka's `file`); it must be a regular file "
         "under the worker's `file.allowed.paths`.",
     )
-    topic: str = Field(
+    topic: TopicName = Field(
         validation_alias=AliasChoices("connect.topicname", "topic"),
         min_length=1,
         description="The topic to write lines to (`connect.topicname`, or Kafka's `topic`).",

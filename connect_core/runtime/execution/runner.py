@@ -17,11 +17,15 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.execution import _faults
 from connect_core.runtime.execution.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.processing.apply import stamp_source, transform_sink, transform_source
+from connect_core.runtime.processing.chain import TransformChain
+from connect_core.runtime.processing.config import build_chain
 from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.store.connectors import ConnectorStore
@@ -29,7 +33,7 @@ from connect_core.runtime.topics.segments import arrow_topics, delete_path, read
 from connect_core.runtime.topics.store import TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
-from connect_core.sdk.errors import ConfigError, FatalError, FencedError, RetriableError
+from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
 
 if TYPE_CHECKING:
@@ -163,25 +167,33 @@ class TaskRunner:
     def _run_source(self, spark: SparkSession, lease: Lease, staged: list[str], result: RunResult) -> CommitRequest:
         task = self._new_task(lease)
         assert isinstance(task, SourceTask)
+        chain = self._chain(lease)
         committed = self._connectors.positions(lease.connector)
         read_started = time.monotonic()
+        stamp = datetime.now(UTC)
         try:
             batch = task.read(spark, committed)
             _faults.checkpoint("before_stage")
             segments = []
-            for topic, df in batch.records.items():
-                partitions = self._topics.ensure_topic(topic, int(lease.connector_config.get("topic.partitions", 1)))
-                partition = lease.task_id % partitions
-                path = self._topics.segment_path(topic, partition, lease.run_id)
-                self._runs.record_staged(lease, path)  # before writing: a kill leaves a known path
-                staged.append(path)
-                rows = write_segment(spark, df, path, lease.run_id)
-                if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
-                    delete_path(spark, path)
-                    continue
-                segments.append(StagedSegment(topic, partition, rows, path))
-                result.rows += rows
-                result.segments += 1
+            partition_count = int(lease.connector_config.get("topic.partitions", 1))
+            for topic, records in batch.records.items():
+                transformed = transform_source(chain, topic, stamp_source(records, stamp))
+                try:
+                    for out_topic, out in transformed.by_topic.items():
+                        partitions = self._topics.ensure_topic(out_topic, partition_count)
+                        partition = lease.task_id % partitions
+                        path = self._topics.segment_path(out_topic, partition, lease.run_id)
+                        self._runs.record_staged(lease, path)  # before writing: a kill leaves a known path
+                        staged.append(path)
+                        rows = write_segment(spark, out, path, lease.run_id)
+                        if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
+                            delete_path(spark, path)
+                            continue
+                        segments.append(StagedSegment(out_topic, partition, rows, path))
+                        result.rows += rows
+                        result.segments += 1
+                finally:
+                    transformed.release()
             _faults.checkpoint("after_stage")
         finally:
             task.close()
@@ -209,9 +221,11 @@ class TaskRunner:
                 result.timings["work_s"] = round(time.monotonic() - work_started, 3)
                 return CommitRequest()
             rows = sum(s.row_count for s in segments)
-            by_topic = read_topics(spark, segments)
-            data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), by_topic.values())
-            batch = SinkBatch(data, rows, tuple(sorted(owned)), by_topic, arrow_topics(spark, segments, by_topic))
+            read = read_topics(spark, segments)
+            done = transform_sink(self._chain(lease), read, arrow_topics(spark, segments, read))
+            frames = list(done.by_topic.values())
+            data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+            batch = SinkBatch(data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes)
             _faults.checkpoint("before_stage")
             metadata = task.write(spark, batch)
             _faults.checkpoint("after_stage")
@@ -244,6 +258,10 @@ class TaskRunner:
         task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease))
         return task
 
+    def _chain(self, lease: Lease) -> TransformChain:
+        """The connector's transforms (checked at create; a plugin gone since then fails the run here)."""
+        return build_chain(self._providers.resolve(lease.connector_config), self._registry)
+
     def _context(self, lease: Lease) -> TaskContext:
         logger = logging.getLogger(f"connect.{lease.connector}.task-{lease.task_id}")
         return TaskContext(lease.connector, lease.task_id, lease.task_count, logger)
@@ -275,9 +293,11 @@ class TaskRunner:
 
 
 def error_kind(exc: BaseException) -> str:
-    """`config`, `fatal`, `retriable` or `unexpected`: what a retry of the same run could change."""
+    """`config`, `data`, `fatal`, `retriable` or `unexpected`: what a retry of the same run could change."""
     if isinstance(exc, ConfigError):
         return "config"
+    if isinstance(exc, DataError):
+        return "data"
     if isinstance(exc, FatalError):
         return "fatal"
     if isinstance(exc, RetriableError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.processing.records import with_record_parts_arrow, with_record_parts_spark
 from connect_core.sdk.errors import ConnectError
-from connect_core.sdk.transforms import KEY_COLUMN, DataError, Predicate, Transformation, describe
+from connect_core.sdk.transforms import KEY_COLUMN, DataError, Predicate, Transformation, column, describe
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -100,13 +100,13 @@ class TransformChain:
         merged: list[Column] = []
         for name, col in out.items():
             if name in df.columns:
-                old = F.col(name)
+                old = column(name)
                 if df.schema[name].dataType != types[name]:
                     old = old.cast(types[name])
                 merged.append(F.when(where, col).otherwise(old).alias(name))
             else:
                 merged.append(F.when(where, col).alias(name))
-        merged += [F.when(~where, F.col(name)).alias(name) for name in df.columns if name not in out]
+        merged += [F.when(~where, column(name)).alias(name) for name in df.columns if name not in out]
         return df.select(*merged)
 
     # -- Arrow ----------------------------------------------------------------
@@ -195,4 +195,3 @@ def _drop_void_key_arrow(batch: pa.RecordBatch) -> pa.RecordBatch:
     if index >= 0 and batch.schema.field(index).type == pa.null():
         return batch.remove_column(index)
     return batch
-
