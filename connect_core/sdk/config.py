@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -81,6 +81,14 @@ TopicNames = Annotated[list[TopicName], BeforeValidator(split_list)]
 #: Kafka's LIST type: a list or a comma-separated string, of any strings (connectors use it for
 #: table lists too, so its items are not checked as topic names: that is `TopicNames`).
 TopicList = Annotated[list[str], BeforeValidator(split_list)]
+
+
+def _blank_is_none(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+#: Kafka's `errors.deadletterqueue.topic.name`: empty means no dead-letter topic.
+DeadLetterTopic = Annotated[TopicName | None, BeforeValidator(_blank_is_none)]
 
 
 def schedule_interval(value: str) -> timedelta | None:
@@ -170,6 +178,45 @@ class ConnectorConfig(BaseModel):
     predicates: TopicList = Field(
         default_factory=list,
         description="Aliases of the predicates transforms may name in `transforms.<alias>.predicate` (Kafka's).",
+    )
+    errors_tolerance: Literal["none", "all"] = Field(
+        default="none",
+        alias="errors.tolerance",
+        description=(
+            "`none`: a record that fails conversion, a transform or the write fails the run (nothing past the "
+            "last commit is committed). `all`: such records are skipped (and sent to the dead-letter topic if "
+            "one is set); the rest of the batch lands."
+        ),
+    )
+    errors_retry_timeout: int = Field(
+        default=0,
+        alias="errors.retry.timeout",
+        ge=-1,
+        description="Milliseconds to keep retrying a transient failure within a run (0: no retries, -1: forever).",
+    )
+    errors_retry_delay_max_ms: int = Field(
+        default=60_000,
+        alias="errors.retry.delay.max.ms",
+        ge=1,
+        description="Longest wait between two retries (waits double from 300 ms).",
+    )
+    errors_log_enable: bool = Field(
+        default=False, alias="errors.log.enable", description="Log every failed record's error context."
+    )
+    errors_log_include_messages: bool = Field(
+        default=False,
+        alias="errors.log.include.messages",
+        description="Include the failed record itself in that log (secrets in it are masked like any log line).",
+    )
+    errors_deadletterqueue_topic_name: DeadLetterTopic = Field(
+        default=None,
+        alias="errors.deadletterqueue.topic.name",
+        description="Topic that records skipped under `errors.tolerance=all` go to (empty: none).",
+    )
+    errors_deadletterqueue_context_headers_enable: bool = Field(
+        default=False,
+        alias="errors.deadletterqueue.context.headers.enable",
+        description="Add the error context to dead-letter records as `__connect.errors.*` headers.",
     )
 
     @field_validator("schedule")

@@ -77,15 +77,18 @@ class JdbcSinkTask(SinkTask):
                 keep = keep | cond
             df = batch.topic(topic).filter(keep)
             applied = {tp.partition: self.applied.get(tp, 0) for tp in batch.partitions if tp.topic == topic}
-            written += self._write_topic(topic, df, batch.arrow(topic), applied)
+            target = batch.destination(topic)  # the topic's records' name after the transforms (routers)
+            written += self._write_topic(topic, df, batch.arrow(topic), applied, target)
         return {"rows_written": written}
 
-    def _write_topic(self, topic: str, df: DataFrame, records: ArrowRecords | None, applied: dict[int, int]) -> int:
+    def _write_topic(
+        self, topic: str, df: DataFrame, records: ArrowRecords | None, applied: dict[int, int], target: str
+    ) -> int:
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType
 
         cfg = self.cfg
-        table = _table_ident(cfg.table_name_format.replace("${topic}", topic))
+        table = _table_ident(cfg.table_name_format.replace("${topic}", target))
         values = [f for f in df.schema.fields if not f.name.startswith("__")]
         if cfg.pk_mode == "kafka":
             df = df.withColumns(

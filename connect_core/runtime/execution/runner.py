@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -26,11 +26,12 @@ from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.processing.apply import stamp_source, transform_sink, transform_source
 from connect_core.runtime.processing.chain import TransformChain
 from connect_core.runtime.processing.config import build_chain
+from connect_core.runtime.processing.retry import RetryPolicy
 from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
-from connect_core.runtime.topics.store import TopicStore
+from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, RetriableError
@@ -58,6 +59,8 @@ class RunResult:
     #: way again (Airflow fails the task without retries); `retriable` and `unexpected` may not.
     error_kind: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: Records failed, skipped, retried, sent to the dead-letter topic (`errors.*`), when any were.
+    counts: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -137,6 +140,7 @@ class TaskRunner:
                 raise FencedError(f"run {lease.run_id} lost its lease while running")
             request.stats = {
                 **result.timings,
+                **({"errors": result.counts} if result.counts else {}),
                 "rows": result.rows,
                 "segments": result.segments,
                 "spark_master": spark.sparkContext.master,
@@ -165,80 +169,136 @@ class TaskRunner:
     # -- sources ------------------------------------------------------------
 
     def _run_source(self, spark: SparkSession, lease: Lease, staged: list[str], result: RunResult) -> CommitRequest:
-        task = self._new_task(lease)
-        assert isinstance(task, SourceTask)
         chain = self._chain(lease)
         committed = self._connectors.positions(lease.connector)
         read_started = time.monotonic()
         stamp = datetime.now(UTC)
-        try:
-            batch = task.read(spark, committed)
-            _faults.checkpoint("before_stage")
-            segments = []
-            partition_count = int(lease.connector_config.get("topic.partitions", 1))
-            for topic, records in batch.records.items():
-                transformed = transform_source(chain, topic, stamp_source(records, stamp))
-                try:
-                    for out_topic, out in transformed.by_topic.items():
-                        partitions = self._topics.ensure_topic(out_topic, partition_count)
-                        partition = lease.task_id % partitions
-                        path = self._topics.segment_path(out_topic, partition, lease.run_id)
+
+        def attempt(n: int) -> tuple[list[StagedSegment], list[SourcePosition]]:
+            # Each attempt reads anew with a new task; what an earlier one staged is replaced
+            # (same paths) or deleted with the run's garbage.
+            result.rows = result.segments = 0
+            task = self._new_task(lease)
+            assert isinstance(task, SourceTask)
+            try:
+                batch = task.read(spark, committed)
+                _faults.checkpoint("before_stage")
+                segments = self._stage(spark, lease, chain, batch.records, stamp, staged, result)
+                _faults.checkpoint("after_stage")
+                return segments, list(batch.positions)
+            finally:
+                task.close()
+
+        segments, positions = self._retry_policy(lease).run(
+            f"run {lease.run_id} of `{lease.connector}-{lease.task_id}`", attempt, self._count_retry(result)
+        )
+        result.timings["work_s"] = round(time.monotonic() - read_started, 3)
+        changed = [p for p in positions if committed.offset(p.partition) != dict(p.offset)]
+        return CommitRequest(segments=segments, positions=_dedupe(changed))
+
+    def _stage(
+        self,
+        spark: SparkSession,
+        lease: Lease,
+        chain: TransformChain,
+        records: Mapping[str, Any],
+        stamp: datetime,
+        staged: list[str],
+        result: RunResult,
+    ) -> list[StagedSegment]:
+        """Write a source batch's records, transformed, as segments of the topics they go to."""
+        segments = []
+        partition_count = int(lease.connector_config.get("topic.partitions", 1))
+        for topic, topic_records in records.items():
+            transformed = transform_source(chain, topic, stamp_source(topic_records, stamp))
+            try:
+                for out_topic, out in transformed.by_topic.items():
+                    partitions = self._topics.ensure_topic(out_topic, partition_count)
+                    partition = lease.task_id % partitions
+                    path = self._topics.segment_path(out_topic, partition, lease.run_id)
+                    if path not in staged:
                         self._runs.record_staged(lease, path)  # before writing: a kill leaves a known path
                         staged.append(path)
-                        rows = write_segment(spark, out, path, lease.run_id)
-                        if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
-                            delete_path(spark, path)
-                            continue
-                        segments.append(StagedSegment(out_topic, partition, rows, path))
-                        result.rows += rows
-                        result.segments += 1
-                finally:
-                    transformed.release()
-            _faults.checkpoint("after_stage")
-        finally:
-            task.close()
-        result.timings["work_s"] = round(time.monotonic() - read_started, 3)
-        changed = [p for p in batch.positions if committed.offset(p.partition) != dict(p.offset)]
-        return CommitRequest(segments=segments, positions=_dedupe(changed))
+                    rows = write_segment(spark, out, path, lease.run_id)
+                    if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
+                        delete_path(spark, path)
+                        continue
+                    segments.append(StagedSegment(out_topic, partition, rows, path))
+                    result.rows += rows
+                    result.segments += 1
+            finally:
+                transformed.release()
+        return segments
 
     # -- sinks --------------------------------------------------------------
 
     def _run_sink(self, spark: SparkSession, lease: Lease, result: RunResult) -> CommitRequest:
-        task = self._new_task(lease)
-        assert isinstance(task, SinkTask)
         owned = self._owned_partitions(lease)
         committed = {tp: c for tp, c in self._connectors.sink_offsets(lease.connector).items() if tp in owned}
         start = {tp: committed[tp].offset if tp in committed else 0 for tp in owned}
         work_started = time.monotonic()
-        try:
-            baseline = task.open(committed)
-            if baseline is not None:
-                # The sink's recovery state before its first write, committed on its own.
-                self._runs.commit_checkpoint(lease, start, baseline)
-            max_rows = lease.connector_config.get("batch.max.rows")
-            segments = self._topics.segments_after(start, int(max_rows) if max_rows else None)
-            if not segments:
-                result.timings["work_s"] = round(time.monotonic() - work_started, 3)
-                return CommitRequest()
-            rows = sum(s.row_count for s in segments)
-            read = read_topics(spark, segments)
-            done = transform_sink(self._chain(lease), read, arrow_topics(spark, segments, read))
-            frames = list(done.by_topic.values())
-            data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-            batch = SinkBatch(data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes)
-            _faults.checkpoint("before_stage")
-            metadata = task.write(spark, batch)
-            _faults.checkpoint("after_stage")
-        finally:
-            task.close()
-        result.rows, result.segments = rows, len(segments)
+        max_rows = lease.connector_config.get("batch.max.rows")
+        segments = self._topics.segments_after(start, int(max_rows) if max_rows else None)
+        batch: SinkBatch | None = None
+
+        def attempt(n: int) -> Mapping[str, Any] | None:
+            # Each attempt opens a new task first: it finds what an earlier attempt left in the target
+            # (the JDBC sink's offsets table, the file sink's committed size) before writing again.
+            nonlocal batch
+            task = self._new_task(lease)
+            assert isinstance(task, SinkTask)
+            try:
+                baseline = task.open(committed)
+                if baseline is not None and n == 0:
+                    # The sink's recovery state before its first write, committed on its own.
+                    self._runs.commit_checkpoint(lease, start, baseline)
+                if not segments:
+                    return None
+                if batch is None:
+                    batch = self._sink_batch(spark, lease, segments, owned)
+                _faults.checkpoint("before_stage")
+                metadata = task.write(spark, batch)
+                _faults.checkpoint("after_stage")
+                return metadata
+            finally:
+                task.close()
+
+        metadata = self._retry_policy(lease).run(
+            f"run {lease.run_id} of `{lease.connector}-{lease.task_id}`", attempt, self._count_retry(result)
+        )
         result.timings["work_s"] = round(time.monotonic() - work_started, 3)
+        if not segments:
+            return CommitRequest()
+        result.rows, result.segments = sum(s.row_count for s in segments), len(segments)
         offsets = dict(start)
         for seg in segments:
             tp = TopicPartition(seg.topic, seg.partition)
             offsets[tp] = max(offsets[tp], seg.end_offset)
         previous = next(iter(committed.values())).metadata if committed else {}
         return CommitRequest(offsets=offsets, offset_metadata=metadata if metadata is not None else previous)
+
+    def _sink_batch(
+        self, spark: SparkSession, lease: Lease, segments: list[Segment], owned: set[TopicPartition]
+    ) -> SinkBatch:
+        """The segments' rows, read and transformed."""
+        read = read_topics(spark, segments)
+        done = transform_sink(self._chain(lease), read, arrow_topics(spark, segments, read))
+        data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), done.by_topic.values())
+        rows = sum(s.row_count for s in segments)
+        return SinkBatch(data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes)
+
+    def _retry_policy(self, lease: Lease) -> RetryPolicy:
+        config = lease.connector_config
+        return RetryPolicy(
+            int(config.get("errors.retry.timeout", 0)), int(config.get("errors.retry.delay.max.ms", 60_000))
+        )
+
+    @staticmethod
+    def _count_retry(result: RunResult) -> Callable[[BaseException], None]:
+        def count(exc: BaseException) -> None:
+            result.counts["retried"] = result.counts.get("retried", 0) + 1
+
+        return count
 
     def _owned_partitions(self, lease: Lease) -> set[TopicPartition]:
         """Partition p of every topic belongs to task p mod task-count."""
@@ -276,7 +336,11 @@ class TaskRunner:
 
     def _finish(self, lease: Lease, state: str, error: str, result: RunResult) -> None:
         try:
-            stats = {**result.timings, **({"error_kind": result.error_kind} if result.error_kind else {})}
+            stats = {
+                **result.timings,
+                **({"error_kind": result.error_kind} if result.error_kind else {}),
+                **({"errors": result.counts} if result.counts else {}),
+            }
             self._runs.finish(lease, state, error, stats)
         except Exception:  # e.g. the metadata database is down: the lease simply lapses
             log.exception("could not record run %s as %s", lease.run_id, state)
