@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig
-from connect_core.sdk.records import CommittedOffset, Positions, SinkBatch, SourceBatch, TopicPartition
+from connect_core.sdk.records import (
+    CommittedOffset,
+    ErrantRecordReporter,
+    Positions,
+    SinkBatch,
+    SourceBatch,
+    TopicPartition,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,6 +50,8 @@ class TaskContext:
     task_id: int
     task_count: int
     logger: logging.Logger
+    #: Set when the connector has `errors.tolerance=all`: report records that fail here and go on.
+    errant: ErrantRecordReporter | None = None
 
 
 class Connector(ABC, Generic[ConfigT]):

@@ -24,6 +24,8 @@ __all__ = [
     "DRIVER_MAX_ROWS",
     "ArrowRecords",
     "CommittedOffset",
+    "ErrantRecordReporter",
+    "ErrantRecords",
     "Positions",
     "SinkBatch",
     "SourceBatch",
@@ -147,6 +149,39 @@ class SourceBatch:
     def empty(cls) -> SourceBatch:
         """Nothing new: commit nothing."""
         return cls()
+
+
+#: Kafka's `Stage` names, for a dead-letter record's `__connect.errors.stage` header.
+STAGES = ("TASK_POLL", "TRANSFORMATION", "TASK_PUT")
+
+
+@dataclass(frozen=True)
+class ErrantRecords:
+    """Records that failed, with why (Kafka's `ErrantRecordReporter.report`, for a batch).
+
+    `rows` are the failed records as the task had them (a pyarrow Table: value columns and the
+    `__` record columns; a sink's keep `__topic`, `__partition` and `__offset`); `exception_class`
+    and `message` are one per row, or one for all. `stage` is one of `STAGES`; `origin` names what
+    failed (a transform's class, the task's class) when it is not the task itself."""
+
+    rows: Any
+    exception_class: Sequence[str] | str
+    message: Sequence[str] | str
+    stage: str = "TASK_PUT"
+    origin: str | None = None
+
+    def per_row(self, value: Sequence[str] | str) -> list[str]:
+        n = self.rows.num_rows
+        return [value] * n if isinstance(value, str) else list(value)
+
+
+class ErrantRecordReporter:
+    """Where a task reports records it could not handle under `errors.tolerance=all`; the runtime
+    counts them, logs them if asked, and sends them to the dead-letter topic. A task gets one in
+    `TaskContext.errant` only when the connector tolerates errors: without it, it raises instead."""
+
+    def report(self, errant: ErrantRecords) -> None:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, order=True)

@@ -26,6 +26,7 @@ from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.processing.apply import stamp_source, transform_sink, transform_source
 from connect_core.runtime.processing.chain import TransformChain
 from connect_core.runtime.processing.config import build_chain
+from connect_core.runtime.processing.deadletter import DeadLetters, ErrorSettings
 from connect_core.runtime.processing.retry import RetryPolicy
 from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
@@ -134,7 +135,7 @@ class TaskRunner:
             if lease.connector_type == "source":
                 request = self._run_source(spark, lease, staged, result)
             else:
-                request = self._run_sink(spark, lease, result)
+                request = self._run_sink(spark, lease, staged, result)
             _faults.checkpoint("before_commit")
             if heartbeat.fenced.is_set():
                 raise FencedError(f"run {lease.run_id} lost its lease while running")
@@ -174,16 +175,20 @@ class TaskRunner:
         read_started = time.monotonic()
         stamp = datetime.now(UTC)
 
+        letters = self._dead_letters(lease)
+
         def attempt(n: int) -> tuple[list[StagedSegment], list[SourcePosition]]:
             # Each attempt reads anew with a new task; what an earlier one staged is replaced
             # (same paths) or deleted with the run's garbage.
             result.rows = result.segments = 0
-            task = self._new_task(lease)
+            letters.reset()
+            task = self._new_task(lease, letters)
             assert isinstance(task, SourceTask)
             try:
                 batch = task.read(spark, committed)
                 _faults.checkpoint("before_stage")
                 segments = self._stage(spark, lease, chain, batch.records, stamp, staged, result)
+                segments += self._stage_dead_letters(spark, lease, letters, staged)
                 _faults.checkpoint("after_stage")
                 return segments, list(batch.positions)
             finally:
@@ -192,6 +197,7 @@ class TaskRunner:
         segments, positions = self._retry_policy(lease).run(
             f"run {lease.run_id} of `{lease.connector}-{lease.task_id}`", attempt, self._count_retry(result)
         )
+        result.counts.update(letters.counts)
         result.timings["work_s"] = round(time.monotonic() - read_started, 3)
         changed = [p for p in positions if committed.offset(p.partition) != dict(p.offset)]
         return CommitRequest(segments=segments, positions=_dedupe(changed))
@@ -232,7 +238,7 @@ class TaskRunner:
 
     # -- sinks --------------------------------------------------------------
 
-    def _run_sink(self, spark: SparkSession, lease: Lease, result: RunResult) -> CommitRequest:
+    def _run_sink(self, spark: SparkSession, lease: Lease, staged: list[str], result: RunResult) -> CommitRequest:
         owned = self._owned_partitions(lease)
         committed = {tp: c for tp, c in self._connectors.sink_offsets(lease.connector).items() if tp in owned}
         start = {tp: committed[tp].offset if tp in committed else 0 for tp in owned}
@@ -240,12 +246,14 @@ class TaskRunner:
         max_rows = lease.connector_config.get("batch.max.rows")
         segments = self._topics.segments_after(start, int(max_rows) if max_rows else None)
         batch: SinkBatch | None = None
+        letters = self._dead_letters(lease)
 
         def attempt(n: int) -> Mapping[str, Any] | None:
             # Each attempt opens a new task first: it finds what an earlier attempt left in the target
             # (the JDBC sink's offsets table, the file sink's committed size) before writing again.
             nonlocal batch
-            task = self._new_task(lease)
+            letters.reset()
+            task = self._new_task(lease, letters)
             assert isinstance(task, SinkTask)
             try:
                 baseline = task.open(committed)
@@ -266,6 +274,8 @@ class TaskRunner:
         metadata = self._retry_policy(lease).run(
             f"run {lease.run_id} of `{lease.connector}-{lease.task_id}`", attempt, self._count_retry(result)
         )
+        result.counts.update(letters.counts)
+        dead = self._stage_dead_letters(spark, lease, letters, staged)
         result.timings["work_s"] = round(time.monotonic() - work_started, 3)
         if not segments:
             return CommitRequest()
@@ -275,7 +285,9 @@ class TaskRunner:
             tp = TopicPartition(seg.topic, seg.partition)
             offsets[tp] = max(offsets[tp], seg.end_offset)
         previous = next(iter(committed.values())).metadata if committed else {}
-        return CommitRequest(offsets=offsets, offset_metadata=metadata if metadata is not None else previous)
+        return CommitRequest(
+            segments=dead, offsets=offsets, offset_metadata=metadata if metadata is not None else previous
+        )
 
     def _sink_batch(
         self, spark: SparkSession, lease: Lease, segments: list[Segment], owned: set[TopicPartition]
@@ -286,6 +298,37 @@ class TaskRunner:
         data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), done.by_topic.values())
         rows = sum(s.row_count for s in segments)
         return SinkBatch(data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes)
+
+    def _dead_letters(self, lease: Lease) -> DeadLetters:
+        task_class = self._registry.resolve(lease.connector_class).cls.task_class
+        return DeadLetters(
+            ErrorSettings(lease.connector_config),
+            lease.connector,
+            lease.task_id,
+            f"{task_class.__module__}.{task_class.__qualname__}",
+        )
+
+    def _stage_dead_letters(
+        self, spark: SparkSession, lease: Lease, letters: DeadLetters, staged: list[str]
+    ) -> list[StagedSegment]:
+        """The run's dead-letter records as a segment of the dead-letter topic, committed with the run."""
+        table = letters.dead_letter_table()
+        topic = letters.settings.topic
+        if table is None or topic is None:
+            return []
+        partitions = self._topics.ensure_topic(topic, 1)
+        partition = lease.task_id % partitions
+        path = self._topics.segment_path(topic, partition, lease.run_id)
+        if path in staged:
+            raise ConfigError(
+                f"`errors.deadletterqueue.topic.name` ({topic}) is a topic this run writes its records to; "
+                "use a topic of its own",
+                {"errors.deadletterqueue.topic.name": ["must differ from the connector's own topics"]},
+            )
+        self._runs.record_staged(lease, path)
+        staged.append(path)
+        rows = write_segment(spark, spark.createDataFrame(table), path, lease.run_id)
+        return [StagedSegment(topic, partition, rows, path)]
 
     def _retry_policy(self, lease: Lease) -> RetryPolicy:
         config = lease.connector_config
@@ -309,22 +352,23 @@ class TaskRunner:
 
     # -- housekeeping -------------------------------------------------------
 
-    def _new_task(self, lease: Lease) -> SourceTask | SinkTask:
+    def _new_task(self, lease: Lease, letters: DeadLetters | None = None) -> SourceTask | SinkTask:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
         config = self._providers.resolve(lease.task_config)  # secrets exist only in this process
         # Checked again on what the task will use: a placeholder filled only now, or a symlink swapped
         # since create, must not get out of `file.allowed.paths` (this process's, set by runner_env).
         config = AllowedPaths.from_env().confine(plugin_cls.config_model, config)
-        task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease))
+        task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease, letters))
         return task
 
     def _chain(self, lease: Lease) -> TransformChain:
         """The connector's transforms (checked at create; a plugin gone since then fails the run here)."""
         return build_chain(self._providers.resolve(lease.connector_config), self._registry)
 
-    def _context(self, lease: Lease) -> TaskContext:
+    def _context(self, lease: Lease, letters: DeadLetters | None = None) -> TaskContext:
         logger = logging.getLogger(f"connect.{lease.connector}.task-{lease.task_id}")
-        return TaskContext(lease.connector, lease.task_id, lease.task_count, logger)
+        errant = letters if letters is not None and letters.settings.tolerate else None
+        return TaskContext(lease.connector, lease.task_id, lease.task_count, logger, errant)
 
     def _collect_garbage(self, spark: SparkSession, lease: Lease) -> None:
         """Delete what earlier failed or killed runs of this task staged."""

@@ -31,6 +31,7 @@ __all__ = [
     "AssignmentRow",
     "Base",
     "ChangeCounterRow",
+    "ClusterRow",
     "ConnectorRow",
     "ConnectorStatusRow",
     "RebalanceLogRow",
@@ -250,4 +251,14 @@ class TopicSegmentRow(Base):
     row_count: Mapped[int] = mapped_column(BigInteger)
     path: Mapped[str] = mapped_column(Text)
     run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(TaskRunRow.id))
+    created_at: Mapped[datetime] = _now()
+
+
+class ClusterRow(Base):
+    """The metadata database's identity: one row (id 1), made by migration 0005."""
+
+    __tablename__ = "cluster"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    cluster_id: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = _now()

@@ -19,17 +19,16 @@ import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 
-from sqlalchemy import Engine, Integer, Text, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
-from connect_core.runtime.store.models import Base, TopicPartitionRow, TopicRow, TopicSegmentRow
+from connect_core.runtime.store.models import ClusterRow, TopicPartitionRow, TopicRow, TopicSegmentRow
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
 
-__all__ = ["ClusterRow", "Segment", "TopicStore", "check_topic_name"]
+__all__ = ["Segment", "TopicStore", "check_topic_name"]
 
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
@@ -42,16 +41,6 @@ def check_topic_name(name: str) -> str:
             {"topic": [f"invalid topic name `{name}`"]},
         )
     return name
-
-
-class ClusterRow(Base):
-    """The metadata database's identity: one row (id 1), made by migration 0005."""
-
-    __tablename__ = "cluster"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    cluster_id: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(server_default=func.now())
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,148 @@
+"""Records set aside under `errors.tolerance=all`: counted, logged if asked, and sent to the
+dead-letter topic with Kafka's error-context headers.
+
+A run gathers what its task (or its transforms) reported; the runner writes the dead-letter
+records as one segment of the dead-letter topic and commits it in the run's own transaction, with
+the run's positions or offsets: they land together or not at all. (A sink that commits into its
+target before the runtime commits, as the JDBC sink does, re-reports on a rerun the records it set
+aside in a run that did not commit; see its `connect_sink_errors` table.)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from connect_core.runtime.security import mask_text
+from connect_core.sdk.errors import DataError
+from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ErrantRecordReporter, ErrantRecords
+from connect_core.sdk.transforms import HEADERS_COLUMN
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["HEADER_PREFIX", "DeadLetters", "ErrorSettings"]
+
+#: Kafka's `DeadLetterQueueReporter` header names, under this prefix.
+HEADER_PREFIX = "__connect.errors."
+#: Error-context lines logged per run at most (`errors.log.enable`); the rest are counted.
+LOG_LIMIT = 100
+
+log = logging.getLogger(__name__)
+
+
+class ErrorSettings:
+    """A connector's `errors.*` settings, read from its stored config."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        def flag(key: str) -> bool:
+            value = config.get(key, False)
+            return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+        self.tolerate = str(config.get("errors.tolerance", "none")).strip().lower() == "all"
+        self.log_enable = flag("errors.log.enable")
+        self.log_messages = flag("errors.log.include.messages")
+        topic = config.get("errors.deadletterqueue.topic.name") or None
+        self.topic: str | None = str(topic).strip() or None if topic else None
+        self.context_headers = flag("errors.deadletterqueue.context.headers.enable")
+
+
+class DeadLetters(ErrantRecordReporter):
+    """One run's reporter: what was set aside, as the rows of its dead-letter topic."""
+
+    def __init__(self, settings: ErrorSettings, connector: str, task_id: int, task_class: str) -> None:
+        self.settings = settings
+        self._connector, self._task_id, self._task_class = connector, task_id, task_class
+        self._tables: list[pa.Table] = []
+        self.failed = 0
+        self._logged = 0
+
+    def report(self, errant: ErrantRecords) -> None:
+        n = errant.rows.num_rows
+        if not n:
+            return
+        classes, messages = errant.per_row(errant.exception_class), errant.per_row(errant.message)
+        if not self.settings.tolerate:  # a task given no reporter should raise; this says why anyway
+            raise DataError(f"{n} record(s) failed at {errant.stage}: {classes[0]}: {mask_text(messages[0])}")
+        self.failed += n
+        if self.settings.log_enable:
+            self._log(errant, classes, messages)
+        if self.settings.topic is not None:
+            self._tables.append(self._dead_letter_rows(errant, classes, messages))
+
+    def reset(self) -> None:
+        """Forget what an attempt reported (a retry reports again)."""
+        self._tables.clear()
+        self.failed = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        if not self.failed:
+            return {}
+        counts = {"failed": self.failed, "skipped": self.failed}
+        if self.settings.topic is not None:
+            counts["dead_lettered"] = self.failed
+        return counts
+
+    def dead_letter_table(self) -> pa.Table | None:
+        """Every reported record as a row of the dead-letter topic (None if none or no topic)."""
+        import pyarrow as pa
+
+        if not self._tables:
+            return None
+        return pa.concat_tables(self._tables, promote_options="permissive")
+
+    def _dead_letter_rows(self, errant: ErrantRecords, classes: list[str], messages: list[str]) -> pa.Table:
+        """The records as they were (value and record parts), without where they were read (the
+        dead-letter topic gives them new offsets) unless in the context headers."""
+        import pyarrow as pa
+
+        rows = errant.rows
+        origin = {name: rows.column(name).to_pylist() for name in (TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
+                  if name in rows.column_names}  # fmt: skip
+        rows = rows.drop_columns([c for c in (TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN) if c in rows.column_names])
+        if not self.settings.context_headers:
+            return rows
+        existing = (
+            rows.column(HEADERS_COLUMN).to_pylist() if HEADERS_COLUMN in rows.column_names else [None] * rows.num_rows
+        )
+        headers = []
+        for i in range(rows.num_rows):
+            context = {
+                "topic": origin.get(TOPIC_COLUMN, [None] * rows.num_rows)[i],
+                "partition": origin.get(PARTITION_COLUMN, [None] * rows.num_rows)[i],
+                "offset": origin.get(OFFSET_COLUMN, [None] * rows.num_rows)[i],
+                "connector.name": self._connector,
+                "task.id": self._task_id,
+                "stage": errant.stage,
+                "class.name": errant.origin or self._task_class,
+                "exception.class.name": classes[i],
+                "exception.message": mask_text(messages[i]),
+            }
+            added = [{"key": HEADER_PREFIX + k, "value": str(v)} for k, v in context.items() if v is not None]
+            headers.append([*(existing[i] or []), *added])
+        kind = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
+        column = pa.array(headers, kind)
+        if HEADERS_COLUMN in rows.column_names:
+            return rows.set_column(rows.column_names.index(HEADERS_COLUMN), HEADERS_COLUMN, column)
+        return rows.append_column(HEADERS_COLUMN, column)
+
+    def _log(self, errant: ErrantRecords, classes: list[str], messages: list[str]) -> None:
+        logger = logging.getLogger(f"connect.{self._connector}.task-{self._task_id}.errors")
+        records = errant.rows.to_pylist() if self.settings.log_messages else None
+        for i in range(errant.rows.num_rows):
+            if self._logged >= LOG_LIMIT:
+                logger.error("... %d more failed record(s) not logged", errant.rows.num_rows - i)
+                return
+            self._logged += 1
+            where = errant.origin or self._task_class
+            shown = f", record: {mask_text(repr(records[i]))}" if records is not None else ""
+            logger.error(
+                "Error encountered in stage %s (%s): %s: %s%s",
+                errant.stage,
+                where,
+                classes[i],
+                mask_text(messages[i]),
+                shown,
+            )

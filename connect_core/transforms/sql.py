@@ -1,0 +1,84 @@
+"""A SQL query over each batch, as SeaTunnel's SQL transform: `SELECT id, upper(name) AS name FROM __THIS__`.
+
+`__THIS__` (a whole word, in capitals) stands for the batch. The query runs on Spark, so it may
+aggregate, join the batch with itself or drop rows; it takes no predicate, and a connector with it
+runs its transforms on Spark even where the batch was read as Arrow.
+
+The output is what the query selects, record parts included: a row keeps its key, headers,
+timestamp, tombstone flag, topic (and a sink's partition and offset) only if the query selects
+them, by `*` or by name (`SELECT *, upper(name) AS shout FROM __THIS__`). Parts it leaves out are
+null afterwards; without `__topic` a record goes to the connector's topic.
+
+The query is Spark SQL run with the worker's rights: it is refused if it calls Java methods
+(`reflect`, `java_method`) or reads files by path (``parquet.`/some/path` ``). Config validation
+cannot parse it without Spark: it checks that it is a query (SELECT or WITH) naming `__THIS__`; a
+query Spark cannot run fails the batch.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, NoReturn
+
+from pydantic import Field, field_validator
+
+from connect_core.sdk.transforms import Transformation, TransformConfig
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["SqlTransform"]
+
+_THIS = re.compile(r"\b__THIS__\b")
+_QUERY = re.compile(r"\s*(?:\(\s*)*(?:SELECT|WITH)\b", re.IGNORECASE)
+#: Functions that call into the JVM, and relations that read a file by its path (`csv.`/etc/x``).
+_FORBIDDEN = (
+    (re.compile(r"\b(?:try_)?reflect\s*\(|\bjava_method\s*\(", re.IGNORECASE), "calls Java methods"),
+    (re.compile(r"\b\w+\s*\.\s*`[^`]*[/\\][^`]*`"), "reads a file by its path"),
+)
+
+
+class SqlTransformConfig(TransformConfig):
+    query: str = Field(
+        description=(
+            "A Spark SQL query over the batch, named `__THIS__` (e.g. `SELECT *, upper(name) AS name_uc FROM "
+            "__THIS__`). Select the record parts (`__key`, `__headers`, `__timestamp`, `__tombstone`, `__topic`) "
+            "or `*` to keep them."
+        )
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not _QUERY.match(value):
+            raise ValueError("must be a query: start with SELECT or WITH")
+        if not _THIS.search(value):
+            raise ValueError("must read the batch as `__THIS__` (e.g. `SELECT * FROM __THIS__`)")
+        for pattern, what in _FORBIDDEN:
+            if pattern.search(value):
+                raise ValueError(f"is refused: it {what}")
+        return value
+
+
+class SqlTransform(Transformation[SqlTransformConfig]):
+    config_model = SqlTransformConfig
+    whole_batch = True
+    doc = "Run a Spark SQL query over each batch (`__THIS__`), as SeaTunnel's SQL transform."
+
+    def spark_frame(self, df: DataFrame) -> DataFrame:
+        # `sql` with a DataFrame argument: Spark names the batch for this one query only (a temporary
+        # view it drops once the query is analysed, or a plan reference on Spark Connect); braces of
+        # the query itself are doubled so that only `{this}` is a placeholder
+        query = self.config.query.replace("{", "{{").replace("}", "}}")
+        return df.sparkSession.sql(_THIS.sub("{this}", query), this=df)
+
+    def spark(self, df: DataFrame) -> dict[str, Column]:
+        self._whole_batch()
+
+    def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        self._whole_batch()
+
+    @staticmethod
+    def _whole_batch() -> NoReturn:
+        raise NotImplementedError("SqlTransform is a query over the whole batch: the runtime calls `spark_frame`")
