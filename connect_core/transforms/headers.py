@@ -50,14 +50,19 @@ def _not_empty(value: list[str]) -> list[str]:
 # -- the headers column, on Arrow -------------------------------------------------
 
 
-def _rows(headers: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def _as_list(headers: pa.Array) -> pa.ListArray:
+    import pyarrow as pa
+
+    if isinstance(headers, pa.ListArray):
+        return headers
+    return headers.cast(pa.list_(headers.type.value_field))
+
+
+def _rows(headers: pa.ListArray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """(the headers of every row, in order; the row of each; each row's header count, 0 when null)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not isinstance(headers, pa.ListArray):
-        headers = headers.cast(pa.list_(headers.type.value_field))
     counts = pc.fill_null(pc.list_value_length(headers), 0).to_numpy(zero_copy_only=False).astype(np.int64)
     return headers.flatten(), np.repeat(np.arange(len(headers)), counts), counts
 
@@ -77,6 +82,7 @@ def _drop_arrow(headers: pa.Array, names: list[str]) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    headers = _as_list(headers)
     flat, row, _ = _rows(headers)
     keep = pc.invert(pc.fill_null(pc.is_in(pc.struct_field(flat, "key"), pa.array(names, pa.string())), False))
     kept = keep.to_numpy(zero_copy_only=False)
@@ -92,6 +98,7 @@ def _append_arrow(headers: pa.Array, new: list[tuple[str, pa.Array]], where: pa.
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    headers = _as_list(headers)
     flat, _, old = _rows(headers)
     n, k = len(headers), len(new)
     rows = np.arange(n) if where is None else np.flatnonzero(pc.fill_null(where, False).to_numpy(zero_copy_only=False))

@@ -32,10 +32,19 @@ __all__ = ["SqlTransform"]
 
 _THIS = re.compile(r"\b__THIS__\b")
 _QUERY = re.compile(r"\s*(?:\(\s*)*(?:SELECT|WITH)\b", re.IGNORECASE)
-#: Functions that call into the JVM, and relations that read a file by its path (`csv.`/etc/x``).
+#: What a query over the batch has no need of (a best effort: Spark's `spark.sql.runSQLOnFiles=false`
+#: is what closes file reads for good): calls into the JVM, relations reading a file by its path
+#: (``csv.`/etc/x` ``, `` parquet.`data.parquet` ``) and identifiers built from strings.
 _FORBIDDEN = (
     (re.compile(r"\b(?:try_)?reflect\s*\(|\bjava_method\s*\(", re.IGNORECASE), "calls Java methods"),
-    (re.compile(r"\b\w+\s*\.\s*`[^`]*[/\\][^`]*`"), "reads a file by its path"),
+    (
+        re.compile(
+            r"`[^`]*[/\\][^`]*`|\b(?:parquet|csv|json|orc|text|avro|binaryfile|xml|delta|jdbc)\s*\.\s*`",
+            re.IGNORECASE,
+        ),
+        "reads a file by its path",
+    ),
+    (re.compile(r"\bidentifier\s*\(", re.IGNORECASE), "builds an identifier from a string (IDENTIFIER)"),
 )
 
 

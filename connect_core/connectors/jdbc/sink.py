@@ -18,12 +18,12 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from connect_core.connectors.jdbc import _pgcopy
+from connect_core.connectors.jdbc import _pgcopy, _tolerant
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import postgres_type
 from connect_core.runtime.execution import _faults
-from connect_core.sdk import ArrowRecords, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk import ArrowRecords, ErrantRecords, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
 
@@ -52,6 +52,8 @@ class JdbcSinkTask(SinkTask):
                 "next_offset bigint NOT NULL, PRIMARY KEY (connector, topic, partition))"
             )
             cur.execute(f"DROP TABLE IF EXISTS {self.stage}")  # left by a run that died mid-COPY
+            if self.context.errant is not None:
+                _tolerant.open_errors(cur, self.context.connector, committed)
             cur.execute(
                 f"SELECT topic, partition, next_offset FROM {OFFSETS_TABLE} WHERE connector = %s",
                 (self.context.connector,),
@@ -78,8 +80,37 @@ class JdbcSinkTask(SinkTask):
             df = batch.topic(topic).filter(keep)
             applied = {tp.partition: self.applied.get(tp, 0) for tp in batch.partitions if tp.topic == topic}
             target = batch.destination(topic)  # the topic's records' name after the transforms (routers)
+            if self.context.errant is not None:
+                self._report_again(topic, batch.topic(topic), applied)
             written += self._write_topic(topic, df, batch.arrow(topic), applied, target)
         return {"rows_written": written}
+
+    def _report_again(self, topic: str, df: DataFrame, applied: dict[int, int]) -> None:
+        """Rows an earlier run set aside and wrote past in the target, whose run did not commit:
+        the runtime has not dead-lettered them, so they are reported again."""
+        with self._connect() as conn, conn.cursor() as cur:
+            earlier = _tolerant.set_aside(cur, self.context.connector, topic, applied)
+        if earlier:
+            self._report(topic, df, earlier)
+
+    def _report(self, topic: str, df: DataFrame, bad: list[tuple[Any, ...]]) -> None:
+        """Send the bad rows (partition, offset, class, message) of `topic`, as read, to the runtime."""
+        from pyspark.sql import functions as F
+
+        assert self.context.errant is not None
+        index = {(p, o): (cls, msg) for p, o, cls, msg in bad}
+        keys = df.sparkSession.createDataFrame([(p, o) for p, o in index], "__bp int, __bo long")
+        rows = (
+            df.join(F.broadcast(keys), (F.col("__partition") == F.col("__bp")) & (F.col("__offset") == F.col("__bo")))
+            .drop("__bp", "__bo")
+            .withColumn("__topic", F.lit(topic))  # where it was read (a router may have renamed it)
+            .orderBy("__partition", "__offset")
+            .toArrow()
+        )
+        found = list(zip(rows.column("__partition").to_pylist(), rows.column("__offset").to_pylist(), strict=True))
+        self.context.errant.report(
+            ErrantRecords(rows, [index[k][0] for k in found], [index[k][1] for k in found], stage="TASK_PUT")
+        )
 
     def _write_topic(
         self, topic: str, df: DataFrame, records: ArrowRecords | None, applied: dict[int, int], target: str
@@ -100,7 +131,9 @@ class JdbcSinkTask(SinkTask):
         if missing:
             raise ConfigError(f"topic `{topic}` has no column(s) {missing} for `pk.fields`", {"pk.fields": missing})
         self._ensure_table(table, df, columns, keys)
-        plan = self._binary_plan(table, df, columns)
+        tolerant = self.context.errant is not None
+        # Tolerating bad rows needs COPY's CSV path: its errors name the line (see `_tolerant`).
+        plan = None if tolerant else self._binary_plan(table, df, columns)
         if plan is None:
             # CSV: BYTEA goes as \x-hex text; everything else as pyarrow writes it (exact for every other type).
             out = [
@@ -115,6 +148,11 @@ class JdbcSinkTask(SinkTask):
         if plan is not None and records is not None:
             # Binary COPY of the topic's files as pyarrow reads them: no JVM between file and database.
             staged = _ArrowStaged(records, _stager(columns, cfg.pk_mode == "kafka", applied))
+        if tolerant:
+            copied, bad = self._copy_and_merge_tolerant(topic, table, staged, columns, keys)
+            if bad:
+                self._report(topic, df, bad)
+            return copied
         if cfg.insert_mode == "upsert" and self._is_empty(table):
             direct = self._copy_direct(topic, table, staged, columns, plan)
             if direct is not None:
@@ -210,16 +248,7 @@ class JdbcSinkTask(SinkTask):
 
         ident = sql.Identifier
         with self._connect() as conn, conn.cursor() as cur:
-            cur.execute(
-                sql.SQL("CREATE UNLOGGED TABLE {} AS SELECT {} FROM {} WITH NO DATA").format(
-                    ident(self.stage), sql.SQL(", ").join(map(ident, columns)), table
-                )
-            )
-            cur.execute(
-                sql.SQL("ALTER TABLE {} ADD COLUMN {} int, ADD COLUMN {} bigint").format(
-                    ident(self.stage), ident(_P), ident(_O)
-                )
-            )
+            self._create_stage(cur, table, columns)
         stage_plan = None if plan is None else {**plan, _P: "integer", _O: "bigint"}
         writer = self._writer(self.stage, [*columns, _P, _O], stage_plan)
         started = time.monotonic()
@@ -241,6 +270,66 @@ class JdbcSinkTask(SinkTask):
             time.monotonic() - started - copy_s,
         )
         return copied
+
+    def _copy_and_merge_tolerant(
+        self, topic: str, table: Any, staged: DataFrame | _ArrowStaged, columns: list[str], keys: list[str]
+    ) -> tuple[int, list[tuple[Any, ...]]]:
+        """`_copy_and_merge` setting bad rows aside (see `_tolerant`): (rows written, bad rows)."""
+        import psycopg2
+        from psycopg2 import sql
+
+        ident = sql.Identifier
+        with self._connect() as conn, conn.cursor() as cur:
+            self._create_stage(cur, table, columns)
+            copy_sql = (
+                sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)")
+                .format(ident(self.stage), sql.SQL(", ").join(map(ident, [*columns, _P, _O])))
+                .as_string(conn)
+            )
+        copier = _tolerant.tolerant_copier(self.dsn, _pgcopy.SESSION, copy_sql, len(columns) + 2)
+        found = _run_copy(staged, copier, _tolerant.BAD_SCHEMA)
+        reached = [r for r in found if r["p"] is not None]
+        bad = [(r["bp"], r["bo"], r["cls"], r["msg"]) for r in found if r["bp"] is not None]
+        staged_rows = sum(r["n"] for r in reached)  # the good rows COPYed
+        copy_bad = len(bad)
+        _faults.checkpoint("mid_sink")
+        mode = self.cfg.insert_mode
+        with self._connect() as conn, conn.cursor() as cur:
+            bad += _tolerant.quarantine(cur, table, self.stage, columns, mode, _P, _O)
+            cur.execute("SAVEPOINT connect_merge_all")
+            try:
+                _run_merge(cur, mode, table, self.stage, columns, keys)
+            except (psycopg2.DataError, psycopg2.IntegrityError):
+                cur.execute("ROLLBACK TO SAVEPOINT connect_merge_all")
+                bad += _tolerant.merge_by_halves(
+                    cur,
+                    lambda where: _merge(mode, table, self.stage, columns, keys, dedupe=True, where=where),
+                    self.stage,
+                    _P,
+                    _O,
+                )
+            # A partition whose every row was set aside is consumed all the same.
+            self._record_offsets(cur, topic, [{**r, "n": max(r["n"], 1)} for r in reached])
+            _tolerant.remember(cur, self.context.connector, topic, bad)
+            cur.execute(sql.SQL("DROP TABLE {}").format(ident(self.stage)))
+        copied = staged_rows - (len(bad) - copy_bad)
+        self.log.info("%s: %d row(s) written, %d set aside (errors.tolerance=all)", topic, copied, len(bad))
+        return copied, bad
+
+    def _create_stage(self, cur: Any, table: Any, columns: list[str]) -> None:
+        from psycopg2 import sql
+
+        ident = sql.Identifier
+        cur.execute(
+            sql.SQL("CREATE UNLOGGED TABLE {} AS SELECT {} FROM {} WITH NO DATA").format(
+                ident(self.stage), sql.SQL(", ").join(map(ident, columns)), table
+            )
+        )
+        cur.execute(
+            sql.SQL("ALTER TABLE {} ADD COLUMN {} int, ADD COLUMN {} bigint").format(
+                ident(self.stage), ident(_P), ident(_O)
+            )
+        )
 
     def _record_offsets(self, cur: Any, topic: str, reached: list[Any]) -> None:
         """The next offset of every topic partition written, in the target's transaction."""
@@ -314,20 +403,24 @@ def _run_merge(cur: Any, mode: str, table: Any, stage: str, columns: list[str], 
         cur.execute(_merge(mode, table, stage, columns, keys, dedupe=True))
 
 
-def _merge(mode: str, table: Any, stage: str, columns: list[str], keys: list[str], *, dedupe: bool) -> Any:
+def _merge(
+    mode: str, table: Any, stage: str, columns: list[str], keys: list[str], *, dedupe: bool, where: Any = None
+) -> Any:
+    """The statement merging the staged rows (those `where` selects, if given) into `table`."""
     from psycopg2 import sql
 
     ident = sql.Identifier
     cols = sql.SQL(", ").join(map(ident, columns))
+    rows = where if where is not None else sql.SQL("TRUE")
     if mode == "insert":
-        return sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {}").format(table, cols, cols, ident(stage))
+        return sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}").format(table, cols, cols, ident(stage), rows)
     key_list = sql.SQL(", ").join(map(ident, keys))
     latest = (
-        sql.SQL("SELECT DISTINCT ON ({}) {} FROM {} ORDER BY {}, {} DESC").format(
-            key_list, cols, ident(stage), key_list, ident(_O)
+        sql.SQL("SELECT DISTINCT ON ({}) {} FROM {} WHERE {} ORDER BY {}, {} DESC").format(
+            key_list, cols, ident(stage), rows, key_list, ident(_O)
         )
         if dedupe
-        else sql.SQL("SELECT {} FROM {}").format(cols, ident(stage))
+        else sql.SQL("SELECT {} FROM {} WHERE {}").format(cols, ident(stage), rows)
     )
     others = [c for c in columns if c not in keys]
     if mode == "upsert":
@@ -365,13 +458,13 @@ def _where(staged: DataFrame | _ArrowStaged) -> str:
     return "from Spark's workers"
 
 
-def _run_copy(staged: DataFrame | _ArrowStaged, copy: Any) -> list[dict[str, Any]]:
+def _run_copy(staged: DataFrame | _ArrowStaged, copy: Any, schema: str = _COPIED) -> list[dict[str, Any]]:
     """`copy` (a `_copier`) over every partition of the staged rows, what each reports collected:
     in the Spark workers, or in the driver when the topic's records are small (`in_driver`)."""
     if isinstance(staged, _ArrowStaged):
         stage = staged.stage
-        return staged.records.collect_mapped(lambda batches: copy(stage(batches)), _COPIED)
-    return [r.asDict() for r in staged.mapInArrow(copy, _COPIED).collect()]
+        return staged.records.collect_mapped(lambda batches: copy(stage(batches)), schema)
+    return [r.asDict() for r in staged.mapInArrow(copy, schema).collect()]
 
 
 def _stager(columns: list[str], kafka: bool, applied: dict[int, int]) -> Any:

@@ -24,7 +24,7 @@ from connect_core.runtime.execution import _faults
 from connect_core.runtime.execution.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.processing.apply import stamp_source, transform_sink, transform_source
-from connect_core.runtime.processing.chain import TransformChain
+from connect_core.runtime.processing.chain import TRANSFORM_FAILURE, TransformChain
 from connect_core.runtime.processing.config import build_chain
 from connect_core.runtime.processing.deadletter import DeadLetters, ErrorSettings
 from connect_core.runtime.processing.retry import RetryPolicy
@@ -404,8 +404,8 @@ def error_kind(exc: BaseException) -> str:
     """`config`, `data`, `fatal`, `retriable` or `unexpected`: what a retry of the same run could change."""
     if isinstance(exc, ConfigError):
         return "config"
-    if isinstance(exc, DataError):
-        return "data"
+    if isinstance(exc, DataError) or TRANSFORM_FAILURE in str(exc):
+        return "data"  # raised as such, or by a transform's check inside a Spark job (`raise_error`)
     if isinstance(exc, FatalError):
         return "fatal"
     if isinstance(exc, RetriableError):

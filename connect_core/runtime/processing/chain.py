@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.processing.records import with_record_parts_arrow, with_record_parts_spark
 from connect_core.sdk.errors import ConnectError
+from connect_core.sdk.records import OFFSET_COLUMN
 from connect_core.sdk.transforms import KEY_COLUMN, DataError, Predicate, Transformation, column, describe
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["Step", "TransformChain", "TransformError"]
+__all__ = ["TRANSFORM_FAILURE", "Step", "TransformChain", "TransformError"]
 
 
 class TransformError(DataError):
@@ -87,6 +88,9 @@ class TransformChain:
         if step.predicate is not None:
             where = step.predicate.spark(df)
             where = ~where if step.negate else where
+        failed = _spark_failures(step, df, where, F)
+        if failed is not None:
+            df = df.filter(failed)
         keep = step.transform.spark_keep(df)
         if keep is not None:
             # a filter drops the rows it does not keep, where its predicate holds
@@ -134,6 +138,7 @@ class TransformChain:
         if step.predicate is not None:
             where = step.predicate.arrow(batch)
             where = pc.invert(where) if step.negate else where
+        _arrow_failures(step, batch, where)
         keep = step.transform.arrow_keep(batch)
         if keep is not None:
             keep = pc.fill_null(keep, False)
@@ -177,6 +182,47 @@ class TransformChain:
 
         empty = pa.RecordBatch.from_pylist([], schema=to_arrow_schema(schema, timezone="UTC"))
         return from_arrow_schema(self.arrow(empty, topic).schema)
+
+
+#: In the message of a record a transform could not convert (also when Spark raises it in a job).
+TRANSFORM_FAILURE = "could not convert a record (errors.tolerance=none)"
+
+
+def _failure_message(step: Step) -> str:
+    return f"transform `{step.alias}` ({describe(step.transform)}) {TRANSFORM_FAILURE}"
+
+
+def _spark_failures(step: Step, df: DataFrame, where: Column | None, F: Any) -> Column | None:
+    """A filter that keeps every row and fails the job at the first row the step cannot convert (a
+    transform's `errors_spark`: a string that is no number for Cast). A filter, not a column: a
+    later step could drop a column, never a filter."""
+    errors = getattr(step.transform, "errors_spark", None)
+    failed = errors(df) if errors is not None else None
+    if failed is None:
+        return None
+    if where is not None:
+        failed = failed & where
+    message = F.lit(_failure_message(step))
+    if OFFSET_COLUMN in df.columns:
+        message = F.concat(message, F.lit(" at offset "), F.col(OFFSET_COLUMN).cast("string"))
+    return F.when(F.coalesce(failed, F.lit(False)), F.raise_error(message).cast("boolean")).otherwise(F.lit(True))
+
+
+def _arrow_failures(step: Step, batch: pa.RecordBatch, where: Any) -> None:
+    """The same on an Arrow batch: DataError at the first row the step cannot convert."""
+    import pyarrow.compute as pc
+
+    errors = getattr(step.transform, "errors_arrow", None)
+    failed = errors(batch) if errors is not None else None
+    if failed is None:
+        return
+    failed = pc.fill_null(failed, False)
+    if where is not None:
+        failed = pc.and_(failed, where)
+    if pc.any(failed).as_py():
+        index = pc.index(failed, True).as_py()
+        at = f" at offset {batch.column(OFFSET_COLUMN)[index].as_py()}" if OFFSET_COLUMN in batch.schema.names else ""
+        raise DataError(_failure_message(step) + at)
 
 
 def _drop_void_key_spark(df: DataFrame) -> DataFrame:

@@ -1,0 +1,955 @@
+"""Transforms that reshape a record part: Kafka's ExtractField, HoistField, Flatten, Cast and
+SetSchemaMetadata.
+
+A record's value is always a row of columns here, never a bare number or string. Where Kafka's
+value would become a primitive (ExtractField$Value of a non-struct field), the value is one column
+named after the field; a whole-value Cast casts that single column. The key (`__key`) may be a
+primitive.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from connect_core.sdk.transforms import (
+    KEY_COLUMN,
+    TOMBSTONE_COLUMN,
+    DataError,
+    Transformation,
+    TransformConfig,
+    is_value_column,
+)
+from connect_core.transforms._parts import Part, arrow_fields, arrow_with, spark_fields, spark_type, spark_with
+from connect_core.transforms.fields import FieldList
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+
+__all__ = [
+    "CAST_TYPES",
+    "CastKey",
+    "CastValue",
+    "ExtractFieldKey",
+    "ExtractFieldValue",
+    "FlattenKey",
+    "FlattenValue",
+    "HoistFieldKey",
+    "HoistFieldValue",
+    "SetSchemaMetadataKey",
+    "SetSchemaMetadataValue",
+    "field_path",
+]
+
+
+# -- shared ---------------------------------------------------------------------
+
+
+def _spark_col(name: str) -> Column:
+    """The column `name`, quoted: a flattened name such as `a.b` is one column, not a field of `a`."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _spark_replace(df: DataFrame, name: str, column: Column) -> dict[str, Column]:
+    """Every column of `df` as is, except `name` (appended if `df` lacks it)."""
+    out = {n: _spark_col(n) for n in df.columns}
+    out[name] = column
+    return out
+
+
+def _arrow_replace(batch: pa.RecordBatch, name: str, column: pa.Array) -> dict[str, pa.Array]:
+    out = {n: batch.column(n) for n in batch.schema.names}
+    out[name] = column
+    return out
+
+
+def _check_value_names(part: Part, names: list[str]) -> list[str]:
+    """Value columns named `__…` would be read back as record parts (`__key`, `__topic`), not fields."""
+    reserved = [n for n in names if not is_value_column(n)] if part == "value" else []
+    if reserved:
+        raise DataError(
+            f"the record value would get field(s) {', '.join(f'`{n}`' for n in reserved)}; names starting with "
+            "`__` are kept for record parts: rename them first (ReplaceField `renames`)"
+        )
+    return names
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
+def _has_key(columns: list[str], kind: Any) -> bool:
+    """Whether rows have a key at all: a source that sets none gives a `__key` of no type (null)."""
+    import pyarrow as pa
+    from pyspark.sql.types import NullType
+
+    return KEY_COLUMN in columns and not isinstance(kind, NullType) and kind != pa.null()
+
+
+# -- field paths (Kafka's `field.syntax.version`) ---------------------------------------
+
+
+def field_path(spec: str, version: str) -> tuple[str, ...]:
+    """The steps of a field reference: V1 names one top-level field (dots and all); V2 is a dotted path
+    into nested structs, where a step holding dots is written in backticks (`` `a.b`.c ``), and a
+    backtick inside one is escaped by a backslash. ValueError for an unclosed backtick."""
+    return (spec,) if version == "V1" else tuple(_v2_steps(spec))
+
+
+def _v2_steps(path: str) -> list[str]:
+    # A port of Kafka's SingleFieldPath.buildFieldPathV2, so a path means here what it means there.
+    steps: list[str] = []
+    i, n = 0, len(path)
+    while i < n:
+        if path[i] != "`":
+            dot = path.find(".", i)
+            steps.append(path[i:] if dot < 0 else path[i:dot])
+            i = n if dot < 0 else dot + 1
+            continue
+        opened, i = i, i + 1
+        start, parts = i, []
+        while True:
+            i = path.find("`", i)
+            if i < 0:
+                raise ValueError(f"field path `{path}` opens a backtick at {opened} and never closes it")
+            escaped = path[i - 1] == "\\"
+            if i >= n - 1:
+                if escaped:
+                    raise ValueError(f"field path `{path}` opens a backtick at {opened} and never closes it")
+                parts.append(path[start:i])
+                i += 1
+                break
+            if path[i + 1] != ".":  # a backtick inside the name: part of it
+                i += 1
+                continue
+            if escaped:
+                parts += [path[start : i - 1], "`"]
+                i += 1
+                start = i
+                continue
+            parts.append(path[start:i])
+            i += 2
+            break
+        steps.append("".join(parts))
+    if path.endswith("."):
+        steps.append("")
+    return steps
+
+
+class _FieldPathConfig(TransformConfig):
+    field: str = Field(..., min_length=1, description="The field (with `field.syntax.version=V2`, a dotted path).")
+    field_syntax_version: Literal["V1", "V2"] = Field(
+        "V1",
+        alias="field.syntax.version",
+        description="V1: `field` is a top-level field's name. V2: a dotted path into nested structs (`a.b`; "
+        "backticks around a name holding dots).",
+    )
+
+    @field_validator("field_syntax_version", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _parses(self) -> _FieldPathConfig:
+        field_path(self.field, self.field_syntax_version)  # ValueError says what is wrong
+        return self
+
+    def path(self) -> tuple[str, ...]:
+        return field_path(self.field, self.field_syntax_version)
+
+
+def _unknown(part: Part, path: tuple[str, ...], depth: int, have: list[str]) -> DataError:
+    where = f"the record {part}" if depth == 0 else f"`{'.'.join(path[:depth])}`"
+    return DataError(f"no field `{path[depth]}` in {where} (its fields: {_names(have)}); fix `field`")
+
+
+def _spark_path(df: DataFrame, part: Part, path: tuple[str, ...]) -> tuple[Column, Any]:
+    """The column at `path` in the part, and its Spark type; DataError if there is none."""
+    from pyspark.sql.types import StructType
+
+    fields = spark_fields(df, part)
+    if path[0] not in fields:
+        raise _unknown(part, path, 0, list(fields))
+    column, kind = fields[path[0]], spark_type(df, part, path[0])
+    for depth in range(1, len(path)):
+        have = kind.fieldNames() if isinstance(kind, StructType) else []
+        if path[depth] not in have:
+            raise _unknown(part, path, depth, have)
+        column, kind = column.getField(path[depth]), kind[path[depth]].dataType
+    return column, kind
+
+
+def _arrow_path(batch: pa.RecordBatch, part: Part, path: tuple[str, ...]) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fields = arrow_fields(batch, part)
+    if path[0] not in fields:
+        raise _unknown(part, path, 0, list(fields))
+    column = fields[path[0]]
+    for depth in range(1, len(path)):
+        kind = column.type
+        have = [kind.field(i).name for i in range(kind.num_fields)] if pa.types.is_struct(kind) else []
+        if path[depth] not in have:
+            raise _unknown(part, path, depth, have)
+        column = pc.struct_field(column, path[depth])  # null where the struct is
+    return column
+
+
+# -- ExtractField -----------------------------------------------------------------
+
+
+class ExtractFieldConfig(_FieldPathConfig):
+    pass
+
+
+class _ExtractField(Transformation[ExtractFieldConfig]):
+    """The part becomes one of its fields. For the value: a struct field's fields become the value's
+    columns; any other field becomes the value's only column (named as the field, the path's last
+    step). For the key: `__key` becomes the field itself, whatever its type."""
+
+    config_model = ExtractFieldConfig
+    part: ClassVar[Part]
+    doc = "Replace the record key or value with one of its fields."
+
+    def spark(self, df: DataFrame) -> dict[str, Column]:
+        from pyspark.sql.types import StructType
+
+        path = self.config.path()
+        column, kind = _spark_path(df, self.part, path)
+        if self.part == "key":
+            return _spark_replace(df, KEY_COLUMN, column)
+        if isinstance(kind, StructType):
+            names = _check_value_names(self.part, kind.fieldNames())
+            return spark_with(df, self.part, {name: column.getField(name) for name in names})
+        return spark_with(df, self.part, {path[-1]: column})
+
+    def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        path = self.config.path()
+        column = _arrow_path(batch, self.part, path)
+        if self.part == "key":
+            return _arrow_replace(batch, KEY_COLUMN, column)
+        if pa.types.is_struct(column.type):
+            names = _check_value_names(self.part, [f.name for f in column.type])
+            return arrow_with(batch, self.part, {name: pc.struct_field(column, name) for name in names})
+        return arrow_with(batch, self.part, {path[-1]: column})
+
+
+class ExtractFieldKey(_ExtractField):
+    part = "key"
+
+
+class ExtractFieldValue(_ExtractField):
+    part = "value"
+
+
+# -- HoistField -------------------------------------------------------------------
+
+
+class HoistFieldConfig(TransformConfig):
+    field: str = Field(..., min_length=1, description="Name of the one field of the struct that wraps the part.")
+
+
+class _HoistField(Transformation[HoistFieldConfig]):
+    """The part becomes a struct with one field, `field`, holding the old part: for the value, the one
+    column `field`, a struct of the value's columns (null for a tombstone, whose value is null); for
+    the key, `__key` becomes `{field: old key}` (a null key gives `{field: null}`, as in Kafka). Rows
+    without any key (no `__key` type) keep none."""
+
+    config_model = HoistFieldConfig
+    part: ClassVar[Part]
+    doc = "Wrap the record key or value in a struct with one field."
+
+    def spark(self, df: DataFrame) -> dict[str, Column]:
+        from pyspark.sql import functions as F
+
+        name = self.config.field
+        if self.part == "key":
+            if not _has_key(df.columns, df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None):
+                return {n: _spark_col(n) for n in df.columns}
+            return _spark_replace(df, KEY_COLUMN, F.struct(F.col(KEY_COLUMN).alias(name)))
+        _check_value_names(self.part, [name])
+        fields = spark_fields(df, "value")
+        value = F.struct(*[column.alias(n) for n, column in fields.items()])
+        if TOMBSTONE_COLUMN in df.columns:
+            value = F.when(F.coalesce(F.col(TOMBSTONE_COLUMN), F.lit(False)), F.lit(None)).otherwise(value)
+        return spark_with(df, "value", {name: value})
+
+    def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        name = self.config.field
+        if self.part == "key":
+            index = batch.schema.get_field_index(KEY_COLUMN)
+            if not _has_key(batch.schema.names, batch.schema.field(index).type if index >= 0 else None):
+                return {n: batch.column(n) for n in batch.schema.names}
+            key = pa.StructArray.from_arrays([batch.column(KEY_COLUMN)], names=[name])
+            return _arrow_replace(batch, KEY_COLUMN, key)
+        _check_value_names(self.part, [name])
+        fields = arrow_fields(batch, "value")
+        tombstone = None
+        if TOMBSTONE_COLUMN in batch.schema.names:
+            tombstone = pc.fill_null(batch.column(TOMBSTONE_COLUMN), False)
+        if not fields:
+            raise DataError("HoistField$Value needs a value with at least one field; the records have none")
+        value = pa.StructArray.from_arrays(list(fields.values()), names=list(fields), mask=tombstone)
+        return arrow_with(batch, "value", {name: value})
+
+
+class HoistFieldKey(_HoistField):
+    part = "key"
+
+
+class HoistFieldValue(_HoistField):
+    part = "value"
+
+
+# -- Flatten ----------------------------------------------------------------------
+
+
+class FlattenConfig(TransformConfig):
+    delimiter: str = Field(".", description="Put between the names of a nested field and its struct's field.")
+
+
+class _Flatten(Transformation[FlattenConfig]):
+    """Fields of nested structs become top-level fields named `outer<delimiter>inner`, at every depth
+    (a null struct gives nulls); arrays and maps are kept as they are, as Kafka does for records with
+    a schema. A struct with no fields leaves nothing."""
+
+    config_model = FlattenConfig
+    part: ClassVar[Part]
+    doc = "Flatten nested structs into top-level fields named with a delimiter."
+
+    def _put(self, out: dict[str, Any], name: str, column: Any) -> None:
+        if name in out:
+            raise DataError(
+                f"flattening gives the record {self.part} two fields named `{name}`; "
+                "choose another `delimiter` or rename one first"
+            )
+        out[name] = column
+
+    def spark(self, df: DataFrame) -> dict[str, Column]:
+        from pyspark.sql.types import StructType
+
+        out: dict[str, Column] = {}
+
+        def walk(name: str, column: Column, kind: Any) -> None:
+            if not isinstance(kind, StructType):
+                self._put(out, name, column)
+                return
+            for f in kind.fields:
+                walk(f"{name}{self.config.delimiter}{f.name}", column.getField(f.name), f.dataType)
+
+        for name, column in spark_fields(df, self.part).items():
+            walk(name, column, spark_type(df, self.part, name))
+        return spark_with(df, self.part, out)
+
+    def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        out: dict[str, pa.Array] = {}
+
+        def walk(name: str, column: pa.Array) -> None:
+            if not pa.types.is_struct(column.type):
+                self._put(out, name, column)
+                return
+            for f in column.type:
+                walk(f"{name}{self.config.delimiter}{f.name}", pc.struct_field(column, f.name))
+
+        for name, column in arrow_fields(batch, self.part).items():
+            walk(name, column)
+        return arrow_with(batch, self.part, out)
+
+
+class FlattenKey(_Flatten):
+    part = "key"
+
+
+class FlattenValue(_Flatten):
+    part = "value"
+
+
+# -- SetSchemaMetadata ------------------------------------------------------------
+
+SCHEMA_NAME_KEY = "connect.schema.name"
+SCHEMA_VERSION_KEY = "connect.schema.version"
+
+
+class SetSchemaMetadataConfig(TransformConfig):
+    schema_name: str | None = Field(None, alias="schema.name", description="Schema name to set.")
+    schema_version: int | None = Field(None, alias="schema.version", description="Schema version to set.")
+
+    @model_validator(mode="after")
+    def _something(self) -> SetSchemaMetadataConfig:
+        if self.schema_name is None and self.schema_version is None:
+            raise ValueError("set `schema.name` or `schema.version` (or both): there is nothing to set")
+        return self
+
+    def metadata(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.schema_name is not None:
+            out[SCHEMA_NAME_KEY] = self.schema_name
+        if self.schema_version is not None:
+            out[SCHEMA_VERSION_KEY] = self.schema_version
+        return out
+
+
+class _SetSchemaMetadata(Transformation[SetSchemaMetadataConfig]):
+    """There is no schema registry: the name and version go into column metadata (Spark
+    `StructField.metadata`; `connect.schema.name`, `connect.schema.version`), on `__key` for the key
+    and on every value column for the value. Data is unchanged. Arrow arrays carry no metadata:
+    `arrow` returns the columns as they are, and `arrow_metadata` gives the field metadata for a
+    runtime to put on the batch's schema."""
+
+    config_model = SetSchemaMetadataConfig
+    part: ClassVar[Part]
+    doc = "Set the schema name and/or version of the record key or value (as column metadata)."
+
+    def _targets(self, names: list[str], key_kind: Any) -> list[str]:
+        if self.part == "value":
+            return [n for n in names if is_value_column(n)]
+        if not _has_key(names, key_kind):
+            raise DataError(
+                "SetSchemaMetadata$Key needs a record key and the records have none; give them one "
+                "(ValueToKey) or drop the transform"
+            )
+        return [KEY_COLUMN]
+
+    def spark(self, df: DataFrame) -> dict[str, Column]:
+        key_kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
+        out = {n: _spark_col(n) for n in df.columns}
+        for name in self._targets(df.columns, key_kind):
+            metadata = {**df.schema[name].metadata, **self.config.metadata()}
+            out[name] = _spark_col(name).alias(name, metadata=metadata)
+        return out
+
+    def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        index = batch.schema.get_field_index(KEY_COLUMN)
+        self._targets(batch.schema.names, batch.schema.field(index).type if index >= 0 else None)
+        return {n: batch.column(n) for n in batch.schema.names}
+
+    def arrow_metadata(self, schema: pa.Schema) -> dict[str, dict[bytes, bytes]]:
+        """Field metadata to merge into the output schema of `arrow` (input `schema`), by column name."""
+        index = schema.get_field_index(KEY_COLUMN)
+        targets = self._targets(schema.names, schema.field(index).type if index >= 0 else None)
+        encoded = {k.encode(): str(v).encode() for k, v in self.config.metadata().items()}
+        return {name: {**(schema.field(name).metadata or {}), **encoded} for name in targets}
+
+
+class SetSchemaMetadataKey(_SetSchemaMetadata):
+    part = "key"
+
+
+class SetSchemaMetadataValue(_SetSchemaMetadata):
+    part = "value"
+
+
+# -- Cast -------------------------------------------------------------------------
+
+#: Kafka's Cast target types, by their spec names, with their Spark names.
+CAST_TYPES = {
+    "int8": "tinyint",
+    "int16": "smallint",
+    "int32": "int",
+    "int64": "bigint",
+    "float32": "float",
+    "float64": "double",
+    "boolean": "boolean",
+    "string": "string",
+}
+_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_FLOATS = ("float32", "float64")
+#: Source kinds Cast reads, besides the targets: decimals (to anything), dates and timestamps (to string).
+_SOURCES = (*CAST_TYPES, "decimal", "date", "timestamp", "null")
+_WHOLE = ""  # the spec's key for a type that casts the whole part
+
+# Java's number syntax (Integer.parseInt; Double.parseDouble without hex), each unambiguous so a
+# match is linear in the text. Java trims characters up to U+0020 around a floating-point number.
+_INT_TEXT = r"^[+-]?[0-9]+$"
+_FLOAT_TEXT = (
+    r"^[\x00-\x20]*[+-]?(NaN|Infinity|([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)[\x00-\x20]*$"
+)
+_FLOAT_NOISE = r"^[\x00-\x20]+|[fFdD]?[\x00-\x20]*$"  # what Java ignores, and Spark and Arrow may not
+
+
+def _parse_spec(entries: list[str]) -> dict[str, str]:
+    """`field:type` entries (or one `type`) as {field: type} ({"": type} for the whole part)."""
+    if not entries:
+        raise ValueError("give `field:type` entries (`id:int64,price:float64`) or one type for the whole part")
+    casts: dict[str, str] = {}
+    for entry in entries:
+        parts = [p.strip() for p in entry.split(":")]
+        if len(parts) > 2 or (len(parts) == 2 and not parts[0]):
+            raise ValueError(f"`{entry}` is not `field:type` (e.g. `price:float64`)")
+        field, kind = (_WHOLE, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+        if kind.lower() not in CAST_TYPES:
+            raise ValueError(f"`{entry}`: unknown type `{kind}`; the types are {', '.join(CAST_TYPES)}")
+        if field in casts:
+            raise ValueError(f"`{field or kind}` is cast twice; give each field one type")
+        casts[field] = kind.lower()
+    if _WHOLE in casts and len(casts) > 1:
+        raise ValueError("a type for the whole part (no `field:`) must be the only entry of `spec`")
+    return casts
+
+
+class CastConfig(TransformConfig):
+    spec: FieldList = Field(
+        ...,
+        description=(
+            "Casts: `field:type` entries (`id:int64,price:float64`), or a single type to cast a whole primitive "
+            "key (or a value of one column). Types: int8, int16, int32, int64, float32, float64, boolean, string."
+        ),
+    )
+
+    @field_validator("spec")
+    @classmethod
+    def _valid(cls, value: list[str]) -> list[str]:
+        _parse_spec(value)
+        return value
+
+    def casts(self) -> dict[str, str]:
+        return _parse_spec(self.spec)
+
+
+def _spark_kind(kind: Any) -> str:
+    """The Cast source kind of a Spark type (a CAST_TYPES name, `decimal`, `date`, …)."""
+    from pyspark.sql import types as T
+
+    kinds = {
+        T.ByteType: "int8",
+        T.ShortType: "int16",
+        T.IntegerType: "int32",
+        T.LongType: "int64",
+        T.FloatType: "float32",
+        T.DoubleType: "float64",
+        T.BooleanType: "boolean",
+        T.StringType: "string",
+        T.DecimalType: "decimal",
+        T.DateType: "date",
+        T.TimestampType: "timestamp",
+        T.NullType: "null",
+    }
+    return next((name for cls, name in kinds.items() if isinstance(kind, cls)), kind.simpleString())
+
+
+def _arrow_kind(kind: Any) -> str:
+    import pyarrow as pa
+
+    t = pa.types
+    ints = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
+    if t.is_signed_integer(kind):
+        return ints[kind.bit_width]
+    checks = [
+        (t.is_float32, "float32"),
+        (t.is_float64, "float64"),
+        (t.is_boolean, "boolean"),
+        (lambda k: t.is_string(k) or t.is_large_string(k), "string"),
+        (t.is_decimal, "decimal"),
+        (t.is_date32, "date"),
+        (lambda k: t.is_timestamp(k) and k.tz is not None, "timestamp"),
+        (t.is_null, "null"),
+    ]
+    return next((name for check, name in checks if check(kind)), str(kind))
+
+
+def _check_cast(part: Part, field: str, source: str, target: str) -> None:
+    supported = source in _SOURCES and (source not in ("date", "timestamp") or target == "string")
+    if not supported:
+        where = f"field `{field}` of the record {part}" if field else f"the record {part}"
+        raise DataError(
+            f"cannot cast {where} from {source} to {target}: Cast reads numbers, booleans, strings and decimals "
+            "(and dates and timestamps, to string only); drop it from `spec`"
+        )
+
+
+def _can_fail(source: str, target: str) -> bool:
+    """Whether a non-null value may have no value of the target type (then the cast gives null)."""
+    if source in ("null", "boolean") or source == target or target in ("string", "boolean"):
+        return False
+    if target in _INT_BITS:
+        return not (source in _INT_BITS and _INT_BITS[source] <= _INT_BITS[target])
+    return source == "string"  # to a float: only text can fail
+
+
+class _Cast(Transformation[CastConfig]):
+    """Casts fields (or a whole primitive key, or a value's single column) to Kafka's Cast types.
+
+    What a cast gives, on both paths:
+
+    - To an integer type: from an integer, the same number; from a float or decimal, the number
+      truncated toward zero; from a boolean, 1 or 0; from a string, Java's `parseInt` syntax
+      (`[+-]digits`, no blanks, no decimals). A number out of the type's range, NaN, infinity or any
+      other text has no value. (Kafka wraps an out-of-range number around, as Java's narrowing does;
+      here it fails instead of changing the number silently.)
+    - To a float type: numbers and booleans (1.0/0.0) convert, rounding to the nearest float; a
+      string must be Java's `parseDouble` syntax (blanks around it, an `f`/`d` suffix, `NaN`,
+      `Infinity` allowed; hexadecimal floats are not).
+    - To boolean: a string is true when it is `true` in any case, otherwise false (Java's
+      `parseBoolean`: it never fails); a number is true when its integer part is not 0 (NaN is false).
+    - To string: numbers as Java's `toString` (`1.0E10`, `0.001`, `1.0`: JDK 19+'s shortest digits),
+      decimals in plain notation, booleans `true`/`false`, dates `yyyy-MM-dd`, timestamps
+      `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` in UTC (Kafka's ISO 8601 format).
+
+    A value that has no value of the target type becomes null: Kafka fails such a record.
+    `errors_spark` and `errors_arrow` flag those rows (true where a non-null input gave null), for
+    the runtime to fail or skip them by `errors.tolerance`. Spec fields the part lacks are ignored,
+    as Kafka ignores them.
+    """
+
+    config_model = CastConfig
+    part: ClassVar[Part]
+    doc = "Cast fields, or the whole key, to another primitive type (int8…int64, float32, float64, boolean, string)."
+
+    # -- what is cast -------------------------------------------------------------------
+
+    def _targets(self, fields: list[str], key_is_struct: bool, has_key: bool) -> dict[str, str]:
+        """{column or key field: target type}, for the fields of the part this cast touches ("" = `__key`)."""
+        casts = self.config.casts()
+        whole = casts.get(_WHOLE)
+        if whole is None:
+            return {name: kind for name, kind in casts.items() if name in fields}
+        if self.part == "key":
+            if key_is_struct:
+                raise DataError("the record key is a struct: cast its fields (`spec=field:type`), not the whole key")
+            return {_WHOLE: whole} if has_key else {}
+        if len(fields) != 1:
+            raise DataError(
+                f"a whole-value cast needs a value of one column; the records have {len(fields)} "
+                f"({_names(fields)}): cast fields instead (`spec=field:{whole}`)"
+            )
+        return {fields[0]: whole}
+
+    # -- Spark --------------------------------------------------------------------------
+
+    def _spark_casts(self, df: DataFrame) -> tuple[dict[str, Column], list[Column]]:
+        """The output columns, and per cast that may fail a column true where it did."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        key_kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
+        key_is_struct = isinstance(key_kind, StructType)
+        if self.part == "key" and not key_is_struct:
+            fields: dict[str, Column] = {}
+        else:
+            fields = spark_fields(df, self.part)
+        targets = self._targets(list(fields), key_is_struct, _has_key(df.columns, key_kind))
+        failures: list[Column] = []
+        for name, target in targets.items():
+            column = F.col(KEY_COLUMN) if name == _WHOLE else fields[name]
+            source = _spark_kind(key_kind if name == _WHOLE else spark_type(df, self.part, name))
+            _check_cast(self.part, name, source, target)
+            cast = _spark_cast(column, source, target)
+            if _can_fail(source, target):
+                failures.append(column.isNotNull() & cast.isNull())
+            if name == _WHOLE:
+                return _spark_replace(df, KEY_COLUMN, cast), failures
+            fields[name] = cast
+        if self.part == "key" and not key_is_struct:
+            return {n: _spark_col(n) for n in df.columns}, failures
+        return spark_with(df, self.part, fields), failures
+
+    def spark(self, df: DataFrame) -> dict[str, Column]:
+        return self._spark_casts(df)[0]
+
+    def errors_spark(self, df: DataFrame) -> Column | None:
+        """True for the rows where a non-null value had no value of its target type (and became null);
+        None when no cast of this batch's types can fail."""
+        failures = self._spark_casts(df)[1]
+        if not failures:
+            return None
+        out = failures[0]
+        for failure in failures[1:]:
+            out = out | failure
+        return out
+
+    # -- Arrow --------------------------------------------------------------------------
+
+    def _arrow_casts(self, batch: pa.RecordBatch) -> tuple[dict[str, pa.Array], list[pa.Array]]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        index = batch.schema.get_field_index(KEY_COLUMN)
+        key_kind = batch.schema.field(index).type if index >= 0 else None
+        key_is_struct = key_kind is not None and pa.types.is_struct(key_kind)
+        fields = {} if self.part == "key" and not key_is_struct else arrow_fields(batch, self.part)
+        targets = self._targets(list(fields), key_is_struct, _has_key(batch.schema.names, key_kind))
+        failures: list[pa.Array] = []
+        for name, target in targets.items():
+            column = batch.column(KEY_COLUMN) if name == _WHOLE else fields[name]
+            source = _arrow_kind(column.type)
+            _check_cast(self.part, name, source, target)
+            cast = _arrow_cast(column, source, target)
+            if _can_fail(source, target):
+                failures.append(pc.and_(pc.is_valid(column), pc.is_null(cast)))
+            if name == _WHOLE:
+                return _arrow_replace(batch, KEY_COLUMN, cast), failures
+            fields[name] = cast
+        if self.part == "key" and not key_is_struct:
+            return {n: batch.column(n) for n in batch.schema.names}, failures
+        return arrow_with(batch, self.part, fields), failures
+
+    def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
+        return self._arrow_casts(batch)[0]
+
+    def errors_arrow(self, batch: pa.RecordBatch) -> pa.Array | None:
+        """`errors_spark` over one Arrow record batch."""
+        import pyarrow.compute as pc
+
+        failures = self._arrow_casts(batch)[1]
+        if not failures:
+            return None
+        out = failures[0]
+        for failure in failures[1:]:
+            out = pc.or_(out, failure)
+        return out
+
+
+class CastKey(_Cast):
+    part = "key"
+
+
+class CastValue(_Cast):
+    part = "value"
+
+
+# -- Cast on Spark ----------------------------------------------------------------
+
+
+def _spark_cast(column: Column, source: str, target: str) -> Column:
+    """`column` (of Cast kind `source`) as `target`: null where it has no such value."""
+    from pyspark.sql import functions as F
+
+    spark_name = CAST_TYPES[target]
+    if source == target:
+        return column
+    if source == "null":
+        return F.lit(None).cast(spark_name)
+    if target == "string":
+        return _spark_iso_instant(column) if source == "timestamp" else column.cast("string")
+    if target == "boolean":
+        if source == "string":
+            return F.lower(column) == F.lit("true")
+        if source in _FLOATS:  # Spark orders NaN above every number: it would pass `>= 1`
+            return F.when(F.isnan(column), F.lit(False)).otherwise(F.abs(column) >= 1)
+        return F.abs(column) >= 1
+    if source == "string":
+        if target in _INT_BITS:
+            return F.when(column.rlike(_INT_TEXT), column).try_cast(spark_name)
+        clean = F.regexp_replace(column, _FLOAT_NOISE, "")
+        return F.when(column.rlike(_FLOAT_TEXT), clean).try_cast(spark_name)
+    return column.try_cast(spark_name)
+
+
+def _spark_iso_instant(column: Column) -> Column:
+    """A timestamp as `yyyy-MM-dd'T'HH:mm:ss.SSS'Z'` in UTC, whatever the session's time zone (from
+    its microseconds since the epoch, as `date_format` would use the session's zone)."""
+    from pyspark.sql import functions as F
+
+    day = 86_400_000_000
+    micros = F.unix_micros(column)
+    of_day = F.pmod(micros, F.lit(day))
+    days = F.round((micros - of_day) / F.lit(day)).cast("int")  # an exact multiple of a day
+    millis = F.floor(of_day / F.lit(1000))
+    return F.format_string(
+        "%sT%02d:%02d:%02d.%03dZ",
+        F.date_from_unix_date(days).cast("string"),
+        F.floor(millis / 3_600_000),
+        F.pmod(F.floor(millis / 60_000), F.lit(60)),
+        F.pmod(F.floor(millis / 1000), F.lit(60)),
+        F.pmod(millis, F.lit(1000)),
+    )
+
+
+# -- Cast on Arrow ----------------------------------------------------------------
+
+
+def _arrow_type(target: str) -> Any:
+    import pyarrow as pa
+
+    return {
+        "int8": pa.int8(),
+        "int16": pa.int16(),
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "float32": pa.float32(),
+        "float64": pa.float64(),
+        "boolean": pa.bool_(),
+        "string": pa.string(),
+    }[target]
+
+
+def _arrow_cast(column: pa.Array, source: str, target: str) -> pa.Array:
+    """`_spark_cast` on Arrow: the same values, null where Spark's `try_cast` gives null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = _arrow_type(target)
+    if source == target:
+        return column
+    if source == "null":
+        return pa.nulls(len(column), kind)
+    if target == "string":
+        return _arrow_to_string(column, source)
+    if target == "boolean":
+        if source == "string":
+            return pc.equal(pc.utf8_lower(column), "true")
+        if source in _INT_BITS:
+            return pc.not_equal(column, 0)
+        return pc.greater_equal(pc.abs(column), 1)  # NaN compares false
+    if target in _INT_BITS:
+        return _arrow_to_int(column, source, target)
+    if source == "string":
+        valid = pc.match_substring_regex(column, _FLOAT_TEXT)
+        clean = pc.replace_substring_regex(column, _FLOAT_NOISE, "")
+        return pc.cast(pc.if_else(valid, clean, pa.scalar(None, pa.string())), kind)
+    if source == "decimal":  # Arrow's decimal→float is not correctly rounded; parsing the digits is
+        return pc.cast(_arrow_decimal_text(column), kind)
+    return pc.cast(column, kind, safe=False)  # int→float rounds, float64→float32 may give ±inf: as Spark
+
+
+def _int_range(target: str) -> tuple[int, int]:
+    bits = _INT_BITS[target]
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def _arrow_to_int(column: pa.Array, source: str, target: str) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = _arrow_type(target)
+    low, high = _int_range(target)
+    if source == "boolean":
+        return pc.cast(column, kind)
+    if source in _INT_BITS:
+        valid = pc.and_(pc.greater_equal(column, low), pc.less_equal(column, high))
+        return pc.cast(pc.if_else(valid, column, pa.scalar(None, column.type)), kind)
+    if source == "decimal":
+        whole = pc.trunc(column)
+        valid = pc.and_(pc.greater_equal(whole, low), pc.less_equal(whole, high))
+        return pc.cast(pc.if_else(valid, whole, pa.scalar(None, whole.type)), kind)
+    if source in _FLOATS:
+        return _arrow_float_to_int(pc.cast(column, pa.float64()), target)
+    return _arrow_text_to_int(column, target)
+
+
+def _arrow_float_to_int(column: pa.Array, target: str) -> pa.Array:
+    """Spark's rule: the value fits when floor(x) <= max and ceil(x) >= min, compared as doubles (so
+    2^63 fits int64, and becomes its maximum as Java's conversion saturates); then truncated."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    low, high = _int_range(target)
+    valid = pc.and_(pc.less_equal(pc.floor(column), float(high)), pc.greater_equal(pc.ceil(column), float(low)))
+    top = float(high) >= 2.0**63  # only int64's maximum is not a double: it rounds up to 2^63
+    whole = pc.trunc(column)
+    if top:
+        whole = pc.min_element_wise(whole, math.nextafter(2.0**63, 0))
+    out = pc.cast(pc.if_else(valid, whole, pa.scalar(None, pa.float64())), _arrow_type(target), safe=False)
+    if top:
+        out = pc.if_else(pc.greater_equal(column, 2.0**63), pa.scalar(high, pa.int64()), out)
+    return out
+
+
+def _arrow_text_to_int(column: pa.Array, target: str) -> pa.Array:
+    """Text in `parseInt` syntax as an integer; null where it is not, or out of range (decided on
+    the digits, as Arrow's cast fails the whole array on one out-of-range number)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    low, high = _int_range(target)
+    syntax = pc.match_substring_regex(column, _INT_TEXT)
+    negative = pc.starts_with(column, "-")
+    digits = pc.replace_substring_regex(column, r"^[+-]?0*", "")  # the magnitude, without leading zeros
+    limit = pc.if_else(negative, str(-low), str(high))
+    length = pc.utf8_length(digits)
+    fits = pc.or_(
+        pc.less(length, pc.utf8_length(limit)),
+        pc.and_(pc.equal(length, pc.utf8_length(limit)), pc.less_equal(digits, limit)),
+    )
+    digits = pc.if_else(pc.equal(digits, ""), "0", digits)
+    text = pc.if_else(negative, pc.binary_join_element_wise("-", digits, ""), digits)
+    return pc.cast(pc.if_else(pc.and_(syntax, fits), text, pa.scalar(None, pa.string())), _arrow_type(target))
+
+
+def _arrow_to_string(column: pa.Array, source: str) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if source in _FLOATS:
+        return _arrow_java_floats(column, single=source == "float32")
+    if source == "decimal":
+        return _arrow_decimal_text(column)
+    if source == "timestamp":
+        utc = pc.cast(column, pa.timestamp(column.type.unit, tz="UTC"))
+        millis = pc.cast(pc.floor_temporal(utc, unit="millisecond"), pa.timestamp("ms", tz="UTC"))
+        return pc.binary_join_element_wise(pc.strftime(millis, format="%Y-%m-%dT%H:%M:%S"), "Z", "")
+    return pc.cast(column, pa.string())
+
+
+def _arrow_decimal_text(column: pa.Array) -> pa.Array:
+    """Decimals in plain notation, as Spark writes them. Arrow writes Java's `BigDecimal.toString`,
+    scientific below 1e-6 (`1.0E-7`): those few are rewritten one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = pc.cast(column, pa.string())
+    scientific = pc.fill_null(pc.match_substring(text, "E"), False)
+    if not pc.any(scientific).as_py():
+        return text
+    # Per-row Python, only for the rows Arrow wrote in scientific notation (values below 1e-6).
+    plain = [format(value, "f") if flag else None for value, flag in zip(column.to_pylist(), scientific.to_pylist())]
+    return pc.if_else(scientific, pa.array(plain, pa.string()), text)
+
+
+def _arrow_java_floats(column: pa.Array, *, single: bool) -> pa.Array:
+    """Floats as Java's `Float/Double.toString` writes them, as Spark's cast does. Arrow has no such
+    format: each distinct value is formatted in Python (once, through a dictionary encoding)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = column.dictionary_encode()
+    texts = [_java_float_text(v, single=single) for v in encoded.dictionary.to_pylist()]
+    return pc.take(pa.array(texts, pa.string()), encoded.indices)
+
+
+def _java_float_text(value: float, *, single: bool) -> str:
+    """Java's `Double.toString` (`Float.toString` if `single`), JDK 19+: the shortest digits that read
+    back as the value (two when one would do and another is closer), plain between 1e-3 and 1e7,
+    else `d.dddE<exp>`."""
+    import numpy as np
+
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    number = np.float32(value) if single else np.float64(value)
+    mantissa, _, exponent = np.format_float_scientific(number, unique=True, trim="-").partition("e")
+    digits, exp = mantissa.lstrip("-").replace(".", ""), int(exponent)
+    if len(digits) == 1:  # Java picks, of the two-digit decimals, the closest
+        closest, _, closest_exp = f"{abs(float(number)):.1e}".partition("e")
+        digits, exp = closest.replace(".", "").rstrip("0") or "0", int(closest_exp)
+    sign = "-" if value < 0 else ""
+    if 1e-3 <= abs(float(number)) < 1e7:
+        if exp >= 0:
+            whole, fraction = digits[: exp + 1].ljust(exp + 1, "0"), digits[exp + 1 :]
+        else:
+            whole, fraction = "0", "0" * (-exp - 1) + digits
+        return f"{sign}{whole}.{fraction or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"
+
+
+_ = re  # the patterns above are RE2/Java syntax, used by Spark and Arrow rather than `re`
