@@ -58,6 +58,16 @@ def list_connectors(output: OutputOpt = "table") -> None:
     _emit(sorted(expanded) if output == "json" else expanded, output, table)
 
 
+def _errors_cell(counts: dict[str, int]) -> str:
+    """A run's `errors.*` counts: records failed (skipped), sent to the dead-letter topic, retries."""
+    shown = [
+        f"{counts[key]} {label}"
+        for key, label in (("failed", "failed"), ("dead_lettered", "to DLQ"), ("retried", "retries"))
+        if counts.get(key)
+    ]
+    return ", ".join(shown)
+
+
 @app.command()
 def status(name: str, output: OutputOpt = "table") -> None:
     """Connector and task states (with a failed task's trace) and the last runs."""
@@ -73,13 +83,14 @@ def status(name: str, output: OutputOpt = "table") -> None:
         tasks.add_row(str(t["id"]), t["state"], t.get("worker_id") or "", last[-1] if last else "")
     out.print(tasks)
     if runs:
-        table = Table("run", "task", "state", "rows", "work s", "duration s", "finished")
+        table = Table("run", "task", "state", "rows", "errors", "work s", "duration s", "finished")
         for r in runs:
             table.add_row(
                 str(r["run_id"]),
                 str(r["task"]),
                 r["state"],
                 str(r["stats"].get("rows", "")),
+                _errors_cell(r["stats"].get("errors") or {}),
                 str(r["stats"].get("work_s", "")),
                 str(r.get("duration_s") or ""),
                 r["finished_at"] or "",

@@ -82,7 +82,12 @@ class _InsertField(Transformation[InsertFieldConfig]):
         from pyspark.sql import functions as F
 
         fields = spark_fields(df, self.part)
-        kinds = {TOPIC_COLUMN: "string", PARTITION_COLUMN: "int", OFFSET_COLUMN: "bigint", TIMESTAMP_COLUMN: "timestamp"}
+        kinds = {
+            TOPIC_COLUMN: "string",
+            PARTITION_COLUMN: "int",
+            OFFSET_COLUMN: "bigint",
+            TIMESTAMP_COLUMN: "timestamp",
+        }
         for name, src in self._wanted():
             if src == "static":
                 fields[name] = F.lit(self.config.static_value).cast("string")
@@ -316,7 +321,7 @@ def _decimal_value(kind: Any, text: str) -> decimal.Decimal:
 class _MaskField(Transformation[MaskFieldConfig]):
     config_model = MaskFieldConfig
     part: ClassVar[Part]
-    doc = "Replace the values of fields with their type's empty value (0, false, \"\", epoch) or a replacement."
+    doc = 'Replace the values of fields with their type\'s empty value (0, false, "", epoch) or a replacement.'
 
     def _mask_value(self, name: str, kind: pa.DataType) -> Any:
         """What a non-null `name` of Arrow type `kind` becomes; DataError if it cannot be masked so."""

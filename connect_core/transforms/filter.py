@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from connect_core.sdk.transforms import Transformation, TransformConfig
+from connect_core.sdk.transforms import Transformation, TransformConfig, column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,9 +31,8 @@ class Filter(Transformation[FilterConfig]):
     doc = "Drop records: all of them, or with a predicate those it holds for."
 
     def spark(self, df: DataFrame) -> dict[str, Column]:
-        from pyspark.sql import functions as F
 
-        return {name: F.col(name) for name in df.columns}
+        return {name: column(name) for name in df.columns}
 
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
         return {name: batch.column(name) for name in batch.schema.names}

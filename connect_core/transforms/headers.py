@@ -26,6 +26,7 @@ from connect_core.sdk.transforms import (
     DataError,
     Transformation,
     TransformConfig,
+    column,
 )
 from connect_core.transforms import _javatime
 from connect_core.transforms._parts import Part, arrow_fields, arrow_with, spark_fields, spark_type, spark_with
@@ -151,7 +152,7 @@ class DropHeaders(Transformation[DropHeadersConfig]):
 
         names = list(self.config.headers)
         kept = F.filter(F.col(HEADERS_COLUMN), lambda h: ~F.coalesce(h["key"].isin(names), F.lit(False)))
-        return {name: kept if name == HEADERS_COLUMN else F.col(name) for name in df.columns}
+        return {name: kept if name == HEADERS_COLUMN else column(name) for name in df.columns}
 
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
         kept = _drop_arrow(batch.column(HEADERS_COLUMN), list(self.config.headers))
@@ -175,7 +176,7 @@ class InsertHeader(Transformation[InsertHeaderConfig]):
 
         kind = df.schema[HEADERS_COLUMN].dataType
         added = _append_spark(F.col(HEADERS_COLUMN), kind, [(self.config.header, F.lit(self.config.value_literal))])
-        return {name: added if name == HEADERS_COLUMN else F.col(name) for name in df.columns}
+        return {name: added if name == HEADERS_COLUMN else column(name) for name in df.columns}
 
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
         import pyarrow as pa

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, field_validator, model_validator
 
 from connect_core.sdk.records import TOPIC_COLUMN
-from connect_core.sdk.transforms import TIMESTAMP_COLUMN, DataError, Transformation, TransformConfig
+from connect_core.sdk.transforms import TIMESTAMP_COLUMN, DataError, Transformation, TransformConfig, column
 from connect_core.transforms import _javatime
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class RegexRouter(Transformation[RegexRouterConfig]):
         # pattern that matches the whole topic starts at its first character
         renamed = F.regexp_replace(topic, f"^(?:{self.config.regex})", self.config.replacement)
         routed = F.when(full_match_spark(topic, self.config.regex), renamed).otherwise(topic)
-        return {name: routed if name == TOPIC_COLUMN else F.col(name) for name in df.columns}
+        return {name: routed if name == TOPIC_COLUMN else column(name) for name in df.columns}
 
     def _route(self, topic: str) -> str:
         if self._regex.fullmatch(topic) is None:
@@ -207,8 +207,8 @@ _TOKENS = re.compile(r"\$\{(topic|timestamp)\}")
 
 
 class TimestampRouter(Transformation[TimestampRouterConfig]):
-    """Kafka fails on a record without a timestamp; here such a record keeps its topic, and
-    `errors_spark`/`errors_arrow` flag it (for the dead-letter topic)."""
+    """A record without a timestamp is an error, as in Kafka: `errors_spark`/`errors_arrow` flag it, and
+    the runtime fails the run or, with `errors.tolerance=all`, sets the record aside (its topic unchanged)."""
 
     config_model = TimestampRouterConfig
     routes = True
@@ -227,7 +227,7 @@ class TimestampRouter(Transformation[TimestampRouterConfig]):
         pieces = [(topic if p == "topic" else stamp) if i % 2 else F.lit(p) for i, p in enumerate(self._pieces())]
         kept = F.col(TIMESTAMP_COLUMN).isNull() | topic.isNull()
         routed = F.when(kept, topic).otherwise(F.concat(*pieces))
-        return {name: routed if name == TOPIC_COLUMN else F.col(name) for name in df.columns}
+        return {name: routed if name == TOPIC_COLUMN else column(name) for name in df.columns}
 
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
         import pyarrow as pa
@@ -246,7 +246,7 @@ class TimestampRouter(Transformation[TimestampRouterConfig]):
         return {name: routed if name == TOPIC_COLUMN else batch.column(name) for name in batch.schema.names}
 
     def errors_spark(self, df: DataFrame) -> Column | None:
-        """True for the records without a timestamp (Kafka fails on them; they keep their topic here)."""
+        """True for the records without a timestamp (Kafka fails on them)."""
         from pyspark.sql import functions as F
 
         return F.col(TIMESTAMP_COLUMN).isNull()

@@ -38,14 +38,22 @@ _QUERY = re.compile(r"\s*(?:\(\s*)*(?:SELECT|WITH)\b", re.IGNORECASE)
 _FORBIDDEN = (
     (re.compile(r"\b(?:try_)?reflect\s*\(|\bjava_method\s*\(", re.IGNORECASE), "calls Java methods"),
     (
-        re.compile(
-            r"`[^`]*[/\\][^`]*`|\b(?:parquet|csv|json|orc|text|avro|binaryfile|xml|delta|jdbc)\s*\.\s*`",
-            re.IGNORECASE,
-        ),
+        re.compile(r"\b(?:parquet|csv|json|orc|text|avro|binaryfile|xml|delta|jdbc)\s*\.\s*`", re.IGNORECASE),
         "reads a file by its path",
     ),
     (re.compile(r"\bidentifier\s*\(", re.IGNORECASE), "builds an identifier from a string (IDENTIFIER)"),
 )
+_QUOTED = re.compile(r"`((?:[^`]|``)*)`")
+
+
+def _refused(query: str) -> str | None:
+    """What the query does that it may not, or None."""
+    for pattern, what in _FORBIDDEN:
+        if pattern.search(query):
+            return what
+    if any(re.search(r"[/\\]", name) for name in _QUOTED.findall(query)):
+        return "reads a file by its path"
+    return None
 
 
 class SqlTransformConfig(TransformConfig):
@@ -64,9 +72,9 @@ class SqlTransformConfig(TransformConfig):
             raise ValueError("must be a query: start with SELECT or WITH")
         if not _THIS.search(value):
             raise ValueError("must read the batch as `__THIS__` (e.g. `SELECT * FROM __THIS__`)")
-        for pattern, what in _FORBIDDEN:
-            if pattern.search(value):
-                raise ValueError(f"is refused: it {what}")
+        refused = _refused(value)
+        if refused:
+            raise ValueError(f"is refused: it {refused}")
         return value
 
 

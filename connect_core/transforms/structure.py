@@ -10,10 +10,9 @@ primitive.
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from connect_core.sdk.transforms import (
     KEY_COLUMN,
@@ -84,12 +83,20 @@ def _names(names: list[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) or "none"
 
 
-def _has_key(columns: list[str], kind: Any) -> bool:
-    """Whether rows have a key at all: a source that sets none gives a `__key` of no type (null)."""
-    import pyarrow as pa
+def _spark_key_type(df: DataFrame) -> Any:
+    """The Spark type of `__key`; None when rows have no key at all (none set: the column has no type)."""
     from pyspark.sql.types import NullType
 
-    return KEY_COLUMN in columns and not isinstance(kind, NullType) and kind != pa.null()
+    kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
+    return None if isinstance(kind, NullType) else kind
+
+
+def _arrow_key_type(schema: pa.Schema) -> Any:
+    import pyarrow as pa
+
+    index = schema.get_field_index(KEY_COLUMN)
+    kind = schema.field(index).type if index >= 0 else None
+    return None if kind == pa.null() else kind
 
 
 # -- field paths (Kafka's `field.syntax.version`) ---------------------------------------
@@ -143,23 +150,25 @@ def _v2_steps(path: str) -> list[str]:
 
 
 class _FieldPathConfig(TransformConfig):
-    field: str = Field(..., min_length=1, description="The field (with `field.syntax.version=V2`, a dotted path).")
+    # Before `field`, whose validator reads it.
     field_syntax_version: Literal["V1", "V2"] = Field(
         "V1",
         alias="field.syntax.version",
         description="V1: `field` is a top-level field's name. V2: a dotted path into nested structs (`a.b`; "
         "backticks around a name holding dots).",
     )
+    field: str = Field(..., min_length=1, description="The field (with `field.syntax.version=V2`, a dotted path).")
 
     @field_validator("field_syntax_version", mode="before")
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.strip().upper() if isinstance(value, str) else value
 
-    @model_validator(mode="after")
-    def _parses(self) -> _FieldPathConfig:
-        field_path(self.field, self.field_syntax_version)  # ValueError says what is wrong
-        return self
+    @field_validator("field")
+    @classmethod
+    def _parses(cls, value: str, info: ValidationInfo) -> str:
+        field_path(value, info.data.get("field_syntax_version", "V1"))  # ValueError says what is wrong
+        return value
 
     def path(self) -> tuple[str, ...]:
         return field_path(self.field, self.field_syntax_version)
@@ -270,16 +279,22 @@ class _HoistField(Transformation[HoistFieldConfig]):
     part: ClassVar[Part]
     doc = "Wrap the record key or value in a struct with one field."
 
+    @staticmethod
+    def _value(fields: dict[str, Any]) -> dict[str, Any]:
+        if not fields:
+            raise DataError("HoistField$Value needs a value with at least one field; the records have none")
+        return fields
+
     def spark(self, df: DataFrame) -> dict[str, Column]:
         from pyspark.sql import functions as F
 
         name = self.config.field
         if self.part == "key":
-            if not _has_key(df.columns, df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None):
+            if _spark_key_type(df) is None:
                 return {n: _spark_col(n) for n in df.columns}
             return _spark_replace(df, KEY_COLUMN, F.struct(F.col(KEY_COLUMN).alias(name)))
         _check_value_names(self.part, [name])
-        fields = spark_fields(df, "value")
+        fields = self._value(spark_fields(df, "value"))
         value = F.struct(*[column.alias(n) for n, column in fields.items()])
         if TOMBSTONE_COLUMN in df.columns:
             value = F.when(F.coalesce(F.col(TOMBSTONE_COLUMN), F.lit(False)), F.lit(None)).otherwise(value)
@@ -291,18 +306,15 @@ class _HoistField(Transformation[HoistFieldConfig]):
 
         name = self.config.field
         if self.part == "key":
-            index = batch.schema.get_field_index(KEY_COLUMN)
-            if not _has_key(batch.schema.names, batch.schema.field(index).type if index >= 0 else None):
+            if _arrow_key_type(batch.schema) is None:
                 return {n: batch.column(n) for n in batch.schema.names}
             key = pa.StructArray.from_arrays([batch.column(KEY_COLUMN)], names=[name])
             return _arrow_replace(batch, KEY_COLUMN, key)
         _check_value_names(self.part, [name])
-        fields = arrow_fields(batch, "value")
+        fields = self._value(arrow_fields(batch, "value"))
         tombstone = None
         if TOMBSTONE_COLUMN in batch.schema.names:
             tombstone = pc.fill_null(batch.column(TOMBSTONE_COLUMN), False)
-        if not fields:
-            raise DataError("HoistField$Value needs a value with at least one field; the records have none")
         value = pa.StructArray.from_arrays(list(fields.values()), names=list(fields), mask=tombstone)
         return arrow_with(batch, "value", {name: value})
 
@@ -420,7 +432,7 @@ class _SetSchemaMetadata(Transformation[SetSchemaMetadataConfig]):
     def _targets(self, names: list[str], key_kind: Any) -> list[str]:
         if self.part == "value":
             return [n for n in names if is_value_column(n)]
-        if not _has_key(names, key_kind):
+        if key_kind is None:
             raise DataError(
                 "SetSchemaMetadata$Key needs a record key and the records have none; give them one "
                 "(ValueToKey) or drop the transform"
@@ -428,22 +440,19 @@ class _SetSchemaMetadata(Transformation[SetSchemaMetadataConfig]):
         return [KEY_COLUMN]
 
     def spark(self, df: DataFrame) -> dict[str, Column]:
-        key_kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
         out = {n: _spark_col(n) for n in df.columns}
-        for name in self._targets(df.columns, key_kind):
+        for name in self._targets(df.columns, _spark_key_type(df)):
             metadata = {**df.schema[name].metadata, **self.config.metadata()}
             out[name] = _spark_col(name).alias(name, metadata=metadata)
         return out
 
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
-        index = batch.schema.get_field_index(KEY_COLUMN)
-        self._targets(batch.schema.names, batch.schema.field(index).type if index >= 0 else None)
+        self._targets(batch.schema.names, _arrow_key_type(batch.schema))
         return {n: batch.column(n) for n in batch.schema.names}
 
     def arrow_metadata(self, schema: pa.Schema) -> dict[str, dict[bytes, bytes]]:
         """Field metadata to merge into the output schema of `arrow` (input `schema`), by column name."""
-        index = schema.get_field_index(KEY_COLUMN)
-        targets = self._targets(schema.names, schema.field(index).type if index >= 0 else None)
+        targets = self._targets(schema.names, _arrow_key_type(schema))
         encoded = {k.encode(): str(v).encode() for k, v in self.config.metadata().items()}
         return {name: {**(schema.field(name).metadata or {}), **encoded} for name in targets}
 
@@ -477,11 +486,10 @@ _WHOLE = ""  # the spec's key for a type that casts the whole part
 
 # Java's number syntax (Integer.parseInt; Double.parseDouble without hex), each unambiguous so a
 # match is linear in the text. Java trims characters up to U+0020 around a floating-point number.
-_INT_TEXT = r"^[+-]?[0-9]+$"
-_FLOAT_TEXT = (
-    r"^[\x00-\x20]*[+-]?(NaN|Infinity|([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)[\x00-\x20]*$"
-)
-_FLOAT_NOISE = r"^[\x00-\x20]+|[fFdD]?[\x00-\x20]*$"  # what Java ignores, and Spark and Arrow may not
+# `\z`, not `$`: Java's `$` also matches before a final line break, RE2's (Arrow's) does not.
+_INT_TEXT = r"^[+-]?[0-9]+\z"
+_FLOAT_TEXT = r"^[\x00-\x20]*[+-]?(NaN|Infinity|([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)[\x00-\x20]*\z"
+_FLOAT_NOISE = r"^[\x00-\x20]+|[fFdD]?[\x00-\x20]*\z"  # what Java ignores, and Spark and Arrow may not
 
 
 def _parse_spec(entries: list[str]) -> dict[str, str]:
@@ -614,16 +622,21 @@ class _Cast(Transformation[CastConfig]):
 
     # -- what is cast -------------------------------------------------------------------
 
-    def _targets(self, fields: list[str], key_is_struct: bool, has_key: bool) -> dict[str, str]:
-        """{column or key field: target type}, for the fields of the part this cast touches ("" = `__key`)."""
+    def _targets(self, fields: list[str], key_kind: str | None) -> dict[str, str]:
+        """{field: target type} for the fields of the part this cast touches ("": the whole `__key`).
+        `key_kind` is the key's Cast kind (`struct` for a struct), None when rows have no key."""
         casts = self.config.casts()
         whole = casts.get(_WHOLE)
+        if self.part == "key" and key_kind is None:
+            return {}  # no key to cast
         if whole is None:
+            if self.part == "key" and key_kind != "struct":
+                raise DataError(f"the record key is a {key_kind}, not a struct: cast it whole (`spec=int64`)")
             return {name: kind for name, kind in casts.items() if name in fields}
         if self.part == "key":
-            if key_is_struct:
+            if key_kind == "struct":
                 raise DataError("the record key is a struct: cast its fields (`spec=field:type`), not the whole key")
-            return {_WHOLE: whole} if has_key else {}
+            return {_WHOLE: whole}
         if len(fields) != 1:
             raise DataError(
                 f"a whole-value cast needs a value of one column; the records have {len(fields)} "
@@ -638,17 +651,18 @@ class _Cast(Transformation[CastConfig]):
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
-        key_kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
-        key_is_struct = isinstance(key_kind, StructType)
+        key_type = _spark_key_type(df)
+        key_is_struct = isinstance(key_type, StructType)
         if self.part == "key" and not key_is_struct:
             fields: dict[str, Column] = {}
         else:
             fields = spark_fields(df, self.part)
-        targets = self._targets(list(fields), key_is_struct, _has_key(df.columns, key_kind))
+        key_kind = None if key_type is None else "struct" if key_is_struct else _spark_kind(key_type)
+        targets = self._targets(list(fields), key_kind)
         failures: list[Column] = []
         for name, target in targets.items():
             column = F.col(KEY_COLUMN) if name == _WHOLE else fields[name]
-            source = _spark_kind(key_kind if name == _WHOLE else spark_type(df, self.part, name))
+            source = _spark_kind(key_type if name == _WHOLE else spark_type(df, self.part, name))
             _check_cast(self.part, name, source, target)
             cast = _spark_cast(column, source, target)
             if _can_fail(source, target):
@@ -680,11 +694,11 @@ class _Cast(Transformation[CastConfig]):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        index = batch.schema.get_field_index(KEY_COLUMN)
-        key_kind = batch.schema.field(index).type if index >= 0 else None
-        key_is_struct = key_kind is not None and pa.types.is_struct(key_kind)
+        key_type = _arrow_key_type(batch.schema)
+        key_is_struct = key_type is not None and pa.types.is_struct(key_type)
         fields = {} if self.part == "key" and not key_is_struct else arrow_fields(batch, self.part)
-        targets = self._targets(list(fields), key_is_struct, _has_key(batch.schema.names, key_kind))
+        key_kind = None if key_type is None else "struct" if key_is_struct else _arrow_kind(key_type)
+        targets = self._targets(list(fields), key_kind)
         failures: list[pa.Array] = []
         for name, target in targets.items():
             column = batch.column(KEY_COLUMN) if name == _WHOLE else fields[name]
@@ -737,19 +751,66 @@ def _spark_cast(column: Column, source: str, target: str) -> Column:
     if source == "null":
         return F.lit(None).cast(spark_name)
     if target == "string":
+        if source in _FLOATS:
+            return _spark_java_float_text(column, single=source == "float32")
         return _spark_iso_instant(column) if source == "timestamp" else column.cast("string")
     if target == "boolean":
         if source == "string":
             return F.lower(column) == F.lit("true")
         if source in _FLOATS:  # Spark orders NaN above every number: it would pass `>= 1`
             return F.when(F.isnan(column), F.lit(False)).otherwise(F.abs(column) >= 1)
-        return F.abs(column) >= 1
+        if source == "decimal":
+            return F.abs(column) >= 1
+        return column != 0  # not abs: the smallest integer has no absolute value of its type
     if source == "string":
         if target in _INT_BITS:
             return F.when(column.rlike(_INT_TEXT), column).try_cast(spark_name)
         clean = F.regexp_replace(column, _FLOAT_NOISE, "")
         return F.when(column.rlike(_FLOAT_TEXT), clean).try_cast(spark_name)
     return column.try_cast(spark_name)
+
+
+def _spark_java_float_text(column: Column, *, single: bool) -> Column:
+    """Floats as JDK 19+'s `Double/Float.toString` writes them, on any JVM.
+
+    Spark's cast writes the JVM's `toString`. Up to JDK 18 that prints every digit of a whole number
+    from 2^53 (2^24 for a float) to 2^63 (`7.6546404813290762E18`, not the shortest
+    `7.654640481329076E18`), so those are written here from their exact integer instead: the
+    multiple of the largest power of ten that still reads back as the same float."""
+    from pyspark.sql import functions as F
+
+    bits = 24 if single else 53  # significand bits: from 2^bits up, every float is a whole number
+    big = (F.abs(column) >= float(2**bits)) & (F.abs(column) < float(2**63))
+    n = F.abs(column).cast("bigint").cast("decimal(20,0)")  # exact: whole numbers below 2^63
+    ulp = F.lit(None).cast("decimal(20,0)")
+    for k in range(bits, 63):  # from 2^k up the float's neighbours are 2^(k-bits+1) apart
+        ulp = F.when(
+            n >= F.lit(2**k).cast("decimal(20,0)"), F.lit(2 ** (k - bits + 1)).cast("decimal(20,0)")
+        ).otherwise(ulp)
+    half, even = ulp / 2, F.pmod(n, ulp * 2) == 0  # a tie reads back as the float with an even significand
+
+    def reads_back(distance: Column) -> Column:
+        return (distance < half) | ((distance == half) & even)
+
+    shortest = n
+    for j in range(0, 19):  # coarser steps last, so the coarsest that reads back wins
+        step = F.lit(10**j).cast("decimal(20,0)")
+        low = n - F.pmod(n, step)
+        high = low + step
+        pick = F.when(reads_back(n - low) & (~reads_back(high - n) | (n - low <= high - n)), low)
+        shortest = F.when(reads_back(high - n) | reads_back(n - low), pick.otherwise(high)).otherwise(shortest)
+    text = shortest.cast("string")
+    digits = F.regexp_replace(text, "0+$", "")
+    rest = F.when(F.length(digits) > 1, F.substring(digits, 2, 100)).otherwise(F.lit("0"))
+    exact = F.concat(
+        F.when(column < 0, F.lit("-")).otherwise(F.lit("")),
+        F.substring(digits, 1, 1),
+        F.lit("."),
+        rest,
+        F.lit("E"),
+        (F.length(text) - 1).cast("string"),
+    )
+    return F.when(big, exact).otherwise(column.cast("string"))
 
 
 def _spark_iso_instant(column: Column) -> Column:
@@ -909,7 +970,8 @@ def _arrow_decimal_text(column: pa.Array) -> pa.Array:
     if not pc.any(scientific).as_py():
         return text
     # Per-row Python, only for the rows Arrow wrote in scientific notation (values below 1e-6).
-    plain = [format(value, "f") if flag else None for value, flag in zip(column.to_pylist(), scientific.to_pylist())]
+    values, flags = column.to_pylist(), scientific.to_pylist()
+    plain = [format(value, "f") if flag else None for value, flag in zip(values, flags, strict=True)]
     return pc.if_else(scientific, pa.array(plain, pa.string()), text)
 
 
@@ -950,6 +1012,3 @@ def _java_float_text(value: float, *, single: bool) -> str:
             whole, fraction = "0", "0" * (-exp - 1) + digits
         return f"{sign}{whole}.{fraction or '0'}"
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"
-
-
-_ = re  # the patterns above are RE2/Java syntax, used by Spark and Arrow rather than `re`

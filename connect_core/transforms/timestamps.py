@@ -13,9 +13,9 @@ is read as UTC). Every time is in UTC. The output is, by `target.type`:
 | `Time`        | timestamp on 1970-01-01 (Kafka's `Time` is a `java.util.Date` too) |
 | `Timestamp`   | timestamp                                                        |
 
-Where Kafka differs: a string that does not parse fails the whole record in Kafka; here its
-result is null and `errors_spark`/`errors_arrow` flag the record (for the dead-letter topic).
-Times keep microseconds (Kafka's `java.util.Date` has milliseconds). With `field` empty the whole
+A string that does not parse is an error of its record, as in Kafka: `errors_spark`/`errors_arrow`
+flag it, and the runtime fails the run or, with `errors.tolerance=all`, sets the record aside (its
+converted value is null). Times keep microseconds (Kafka's `java.util.Date` has milliseconds). With `field` empty the whole
 part is converted: the key column itself, or the value's one column (a value of several fields
 needs `field`). Nested field paths (Kafka 3.8's `field.syntax.version=V2`) are not supported.
 """
@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from connect_core.sdk.transforms import KEY_COLUMN, DataError, Transformation, TransformConfig, is_value_column
+from connect_core.sdk.transforms import (
+    KEY_COLUMN,
+    DataError,
+    Transformation,
+    TransformConfig,
+    column,
+    is_value_column,
+)
 from connect_core.transforms import _javatime
 from connect_core.transforms._parts import Part, arrow_fields, arrow_with, spark_fields, spark_type, spark_with
 
@@ -98,7 +105,6 @@ class _TimestampConverter(Transformation[TimestampConverterConfig]):
 
     def _spark_target(self, df: DataFrame) -> tuple[Column, Any, Callable[[Column], dict[str, Column]]]:
         """(the column to convert, its type, the output columns given its converted value)."""
-        from pyspark.sql import functions as F
 
         field = self.config.field
         if field:
@@ -118,9 +124,9 @@ class _TimestampConverter(Transformation[TimestampConverterConfig]):
                 raise DataError(f"the record value has {len(names)} fields: set `field` to the one to convert")
             name = names[0]
         return (
-            F.col(name),
+            column(name),
             df.schema[name].dataType,
-            lambda new: {n: new if n == name else F.col(n) for n in df.columns},
+            lambda new: {n: new if n == name else column(n) for n in df.columns},
         )
 
     def _spark_instant(self, col: Column, kind: Any) -> Column:

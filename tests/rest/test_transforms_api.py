@@ -37,6 +37,7 @@ def test_create_with_bad_transforms_is_a_400_naming_every_key(api: Served, tmp_p
         "transforms": "route,missing,filter",
         "transforms.route.type": "RegexRouter",
         "transforms.route.regex": "(broken",
+        "transforms.route.replacement": "$1",
         "transforms.missing.type": "NoSuchTransform",
         "transforms.filter.type": "Filter",
         "transforms.filter.predicate": "nope",

@@ -59,7 +59,7 @@ def test_insert_header_on_records_that_have_no_headers_column(both) -> None:  # 
 
 
 def test_insert_header_needs_both_options() -> None:
-    with pytest.raises(ValidationError, match="value.literal"):
+    with pytest.raises(ValidationError, match=r"value\.literal"):
         make(InsertHeader, header="k")
 
 

@@ -32,7 +32,9 @@ def test_insert_field_key_needs_a_struct_key(both) -> None:  # type: ignore[no-u
 
 def test_insert_field_key_into_a_struct_key(both) -> None:  # type: ignore[no-untyped-def]
     rows = [{"id": 1, "__key": {"id": 1}}, {"id": 2, "__key": None}]
-    out = both(make(InsertFieldKey, **{"static.field": "db", "static.value": "x"}), rows, "id long, __key struct<id:long>")
+    out = both(
+        make(InsertFieldKey, **{"static.field": "db", "static.value": "x"}), rows, "id long, __key struct<id:long>"
+    )
     assert [r["__key"] for r in out] == [{"id": 1, "db": "x"}, None]
 
 

@@ -80,11 +80,10 @@ def test_timestamp_router_default_format(both) -> None:  # type: ignore[no-untyp
     rows = [
         {"id": 1, "__topic": "logs", "__timestamp": dt.datetime(2024, 1, 2, 23, 59, tzinfo=dt.UTC)},
         {"id": 2, "__topic": "logs", "__timestamp": dt.datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=dt.UTC)},
-        {"id": 3, "__topic": "logs", "__timestamp": None},
     ]
     t = make(TimestampRouter)
     assert TimestampRouter.routes
-    assert [r["__topic"] for r in both(t, rows, STAMPED, topic=None)] == ["logs-20240102", "logs-19691231", "logs"]
+    assert [r["__topic"] for r in both(t, rows, STAMPED, topic=None)] == ["logs-20240102", "logs-19691231"]
 
 
 def test_timestamp_router_custom_formats(both) -> None:  # type: ignore[no-untyped-def]
@@ -95,17 +94,24 @@ def test_timestamp_router_custom_formats(both) -> None:  # type: ignore[no-untyp
     assert [r["__topic"] for r in both(fixed, rows, STAMPED, topic=None)] == ["all"]
 
 
-def test_timestamp_router_flags_records_without_a_timestamp(spark) -> None:  # type: ignore[no-untyped-def]
+def test_timestamp_router_fails_records_without_a_timestamp(spark) -> None:  # type: ignore[no-untyped-def]
     import pyarrow as pa
+
+    from connect_core.runtime.processing.chain import TransformError
+    from tests.transforms.conftest import chain
 
     t = make(TimestampRouter)
     df = spark.createDataFrame([(1, None), (2, dt.datetime(2024, 1, 1))], "id long, __timestamp timestamp")
     assert [r[0] for r in df.select(t.errors_spark(df)).collect()] == [True, False]
     batch = pa.RecordBatch.from_pylist(
-        [{"__timestamp": None}, {"__timestamp": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)}],
-        schema=pa.schema([("__timestamp", pa.timestamp("us", tz="UTC"))]),
+        [{"id": 1, "__timestamp": None}, {"id": 2, "__timestamp": dt.datetime(2024, 1, 1, tzinfo=dt.UTC)}],
+        schema=pa.schema([("id", pa.int64()), ("__timestamp", pa.timestamp("us", tz="UTC"))]),
     )
     assert t.errors_arrow(batch).to_pylist() == [True, False]
+    with pytest.raises(Exception, match="could not convert a record"):
+        chain(t).spark(df, "logs").collect()
+    with pytest.raises(TransformError, match="could not convert a record"):
+        chain(t).arrow(batch, "logs")
 
 
 def test_timestamp_router_refuses_patterns_it_cannot_format_alike() -> None:

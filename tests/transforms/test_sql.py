@@ -52,6 +52,10 @@ def test_queries_may_aggregate_and_use_the_batch_twice(spark) -> None:  # type: 
     assert [(r["n"], r["top"], r["__topic"]) for r in out] == [(2, 3, "people")]
 
 
+def test_division_and_quoted_names_are_fine() -> None:
+    assert make(SqlTransform, query="SELECT `a` / `b` AS `a per b` FROM __THIS__")
+
+
 def test_only_the_spark_frame_is_implemented(spark) -> None:  # type: ignore[no-untyped-def]
     t = make(SqlTransform, query="SELECT * FROM __THIS__")
     assert SqlTransform.whole_batch
@@ -70,6 +74,9 @@ def test_only_the_spark_frame_is_implemented(spark) -> None:  # type: ignore[no-
         ("DROP TABLE __THIS__", "start with SELECT or WITH"),
         ("SELECT reflect('java.lang.System', 'exit', '0') FROM __THIS__", "calls Java methods"),
         ("SELECT * FROM __THIS__ JOIN csv.`/etc/passwd`", "reads a file"),
+        ("SELECT * FROM __THIS__ JOIN `../x/y`", "reads a file"),
+        ("SELECT * FROM __THIS__ JOIN parquet.`data.parquet`", "reads a file"),
+        ("SELECT * FROM IDENTIFIER('__THIS__')", "IDENTIFIER"),
     ],
 )
 def test_the_query_is_checked(query: str, message: str) -> None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import pytest
@@ -19,14 +20,17 @@ def convert(both, rows: list[dict[str, Any]], schema: str, **options: Any) -> li
 
 
 def test_string_to_timestamp_parses_with_the_java_pattern(both) -> None:  # type: ignore[no-untyped-def]
-    rows = [{"v": s} for s in ["2024-01-02 03:04:05", "2024-1-2 03:04:05", "nope", None]]
+    rows = [{"v": s} for s in ["2024-01-02 03:04:05", "1999-12-31 23:59:59", None]]
     got = convert(both, rows, "v string", **{"target.type": "Timestamp", "format": "yyyy-MM-dd HH:mm:ss"})
-    assert got == [dt.datetime(2024, 1, 2, 3, 4, 5), None, None, None]
+    assert got == [dt.datetime(2024, 1, 2, 3, 4, 5), dt.datetime(1999, 12, 31, 23, 59, 59), None]
 
 
 @pytest.mark.parametrize(
     ("pattern", "text", "expected"),
     [
+        ("yyyy-MM-dd HH:mm:ss", "2024-01-02 03:04:05", dt.datetime(2024, 1, 2, 3, 4, 5)),
+        ("yyyy-MM-dd HH:mm:ss", "2024-1-2 03:04:05", None),  # two digits each
+        ("yyyy-MM-dd HH:mm:ss", "nope", None),
         ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-02 03:04:05.12", dt.datetime(2024, 1, 2, 3, 4, 5, 120000)),
         ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-02 03:04:05", None),
         ("yyyy-MM-dd HH:mm:ss.SSSSSS", "2024-01-02 03:04:05.123456", dt.datetime(2024, 1, 2, 3, 4, 5, 123456)),
@@ -37,17 +41,28 @@ def test_string_to_timestamp_parses_with_the_java_pattern(both) -> None:  # type
         ("yyyyMMdd'T'HHmm", "20240102t0304", dt.datetime(2024, 1, 2, 3, 4)),  # literals in any case
         ("HH:mm", "13:45", dt.datetime(1970, 1, 1, 13, 45)),
         ("HH:mm:ss", "23:59:60", None),
+        ("HH:mm:ss", "24:00:00", None),
         ("dd/MM/yyyy 'at' HH'h'", "31/12/1999 at 23h", dt.datetime(1999, 12, 31, 23)),
         ("''yyyy''", "'2024'", dt.datetime(2024, 1, 1)),
+        ("'100%' yyyy", "100% 2024", dt.datetime(2024, 1, 1)),
     ],
 )
-def test_parsing_gives_the_same_on_both_paths(both, pattern: str, text: str, expected: Any) -> None:  # type: ignore[no-untyped-def]
-    got = convert(both, [{"v": text}], "v string", **{"target.type": "Timestamp", "format": pattern})
-    assert got == [expected]
-
-
-def test_a_string_that_does_not_parse_is_flagged(spark) -> None:  # type: ignore[no-untyped-def]
+def test_java_patterns_parse_alike_on_both_paths(spark, pattern: str, text: str, expected: Any) -> None:  # type: ignore[no-untyped-def]
     import pyarrow as pa
+
+    from connect_core.transforms import _javatime
+
+    df = spark.createDataFrame([(text,)], "v string")
+    assert df.select(_javatime.parse_spark(df["v"], pattern)).collect()[0][0] == expected
+    parsed = _javatime.parse_arrow(pa.array([text], pa.string()), pattern).to_pylist()[0]
+    assert (parsed.replace(tzinfo=None) if parsed else parsed) == expected
+
+
+def test_a_string_that_does_not_parse_fails_the_record(spark) -> None:  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+
+    from connect_core.runtime.processing.chain import TRANSFORM_FAILURE
+    from tests.transforms.conftest import chain
 
     t = make(TimestampConverterValue, field="v", **{"target.type": "unix", "format": "yyyy-MM-dd"})
     texts = ["2024-01-02", "bad", None]
@@ -55,6 +70,10 @@ def test_a_string_that_does_not_parse_is_flagged(spark) -> None:  # type: ignore
     assert [r[0] for r in df.select(t.errors_spark(df)).collect()] == [False, True, False]
     batch = pa.RecordBatch.from_pydict({"v": pa.array(texts, pa.string())})
     assert t.errors_arrow(batch).to_pylist() == [False, True, False]
+    with pytest.raises(Exception, match=re.escape(TRANSFORM_FAILURE)):
+        chain(t).spark(df, "t").collect()
+    with pytest.raises(TransformError, match="could not convert a record"):
+        chain(t).arrow(batch, "t")
     # nothing to flag for an input that cannot fail
     ints = spark.createDataFrame([(1,)], "v long")
     assert t.errors_spark(ints) is None

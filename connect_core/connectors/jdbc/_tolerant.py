@@ -27,13 +27,37 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["BAD_SCHEMA", "ERRORS_TABLE", "copy_chunks", "quarantine", "tolerant_copier"]
+__all__ = ["BAD_SCHEMA", "ERRORS_TABLE", "copy_chunks", "quarantine", "refused_record", "tolerant_copier"]
 
 ERRORS_TABLE = "connect_sink_errors"
 #: Rows a tolerant copier yields: per topic partition (p, o, n) counts, and one row per bad record.
 BAD_SCHEMA = "p int, o long, n long, bp int, bo long, cls string, msg string"
 CHUNK_ROWS = 20_000
 _LINE = re.compile(r"COPY [^,]{1,200}, line ([0-9]{1,12})")
+
+
+_WORKER_ERROR = re.compile(r"psycopg2\.errors\.([A-Za-z]{1,60}): ([^\n]{0,500})(?:\nCONTEXT: +([^\n]{0,300}))?")
+
+
+def refused_record(exc: BaseException) -> str | None:
+    """PostgreSQL's message when it refused a record's data (SQLSTATE classes 22, data exception, and
+    23, integrity constraint violation), from the error itself or from a Spark worker's text of it;
+    None for any other failure."""
+    import psycopg2
+    import psycopg2.errors
+
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, psycopg2.DataError | psycopg2.IntegrityError):
+            return _error(current)[1]
+        current = current.__cause__
+    found = _WORKER_ERROR.search(str(exc)[:50_000])
+    if found is None:
+        return None
+    cls = getattr(psycopg2.errors, found.group(1), None)
+    if not (isinstance(cls, type) and issubclass(cls, psycopg2.DataError | psycopg2.IntegrityError)):
+        return None
+    return found.group(2).strip() + (f" ({found.group(3).strip()})" if found.group(3) else "")
 
 
 def _error(exc: BaseException) -> tuple[str, str]:

@@ -24,7 +24,7 @@ from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import postgres_type
 from connect_core.runtime.execution import _faults
 from connect_core.sdk import ArrowRecords, ErrantRecords, SinkBatch, SinkConnector, SinkTask
-from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.errors import ConfigError, DataError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
 
 if TYPE_CHECKING:
@@ -82,7 +82,16 @@ class JdbcSinkTask(SinkTask):
             target = batch.destination(topic)  # the topic's records' name after the transforms (routers)
             if self.context.errant is not None:
                 self._report_again(topic, batch.topic(topic), applied)
-            written += self._write_topic(topic, df, batch.arrow(topic), applied, target)
+            try:
+                written += self._write_topic(topic, df, batch.arrow(topic), applied, target)
+            except Exception as exc:
+                refused = _tolerant.refused_record(exc)
+                if refused is None:
+                    raise
+                raise DataError(
+                    f"a record of topic `{topic}` could not be written to {self.host}: {refused} "
+                    "(errors.tolerance=none: nothing past the last commit is committed; `all` would skip it)"
+                ) from exc
         return {"rows_written": written}
 
     def _report_again(self, topic: str, df: DataFrame, applied: dict[int, int]) -> None:

@@ -354,7 +354,8 @@ def _segment_files(seg: Segment) -> list[tuple[str, int | None, int]] | None:
         meta = pq.read_metadata(file)
         if not meta.num_rows:
             continue
-        column = meta.schema.to_arrow_schema().get_field_index(SEQ_COLUMN)
+        # A Parquet leaf column's index, not the Arrow field's: nested columns (headers) have several leaves.
+        column = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == SEQ_COLUMN), -1)
         pids: set[int] = set()
         for group in range(meta.num_row_groups):
             stats = meta.row_group(group).column(column).statistics if column >= 0 else None

@@ -71,7 +71,10 @@ def test_every_problem_is_reported_by_its_key(registry: PluginRegistry) -> None:
         registry,
     )
     assert "Missing required configuration `transforms.noType.type`" in found["transforms.noType.type"][0]
-    assert "not found" in found["transforms.unknown.type"][0] and "InsertField$Value" in found["transforms.unknown.type"][0]
+    assert (
+        "not found" in found["transforms.unknown.type"][0]
+        and "InsertField$Value" in found["transforms.unknown.type"][0]
+    )
     assert found["transforms.badRegex.regex"]
     assert "not declared" in found["transforms.orphan.predicate"][0]
     assert found["transforms.lonely.negate"] == ["must be `true` or `false`"]

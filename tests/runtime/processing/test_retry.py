@@ -71,7 +71,9 @@ def test_a_success_after_failures_returns_its_value() -> None:
     [
         (RetriableError("x"), True),
         (ConfigError("x"), False),
-        (Exception("psycopg2.errors.DeadlockDetected: deadlock detected"), False),  # text alone, wrong class
+        # as the text of a Spark worker's failure (the class itself stays in the worker)
+        (Exception("PythonException: psycopg2.errors.DeadlockDetected: deadlock detected"), True),
+        (Exception("PythonException: psycopg2.errors.NotNullViolation: null value"), False),
         (type("OperationalError", (Exception,), {"__module__": "psycopg2"})("server closed the connection"), True),
         (Exception("PythonException: ... pymysql.err.OperationalError: (1213, 'Deadlock found')"), True),
         (Exception("ValueError: invalid literal"), False),
