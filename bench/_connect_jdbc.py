@@ -22,26 +22,30 @@ from pathlib import Path
 import _jdbc_data as data
 
 
-def _meta_db(kind: str) -> str:
-    return f"bench_connect_meta_{kind}"
+def _meta_db(kind: str, variant: str = "") -> str:
+    return f"bench_connect_meta_{kind}{variant}"
 
 
-def _home(kind: str) -> Path:
-    return Path(tempfile.gettempdir()) / f"connect-jdbc-bench-{kind}"
+def _home(kind: str, variant: str = "") -> Path:
+    return Path(tempfile.gettempdir()) / f"connect-jdbc-bench-{kind}{variant}"
 
 
-def _env(kind: str) -> dict[str, str]:
+def _env(kind: str, variant: str = "") -> dict[str, str]:
     return {
         **os.environ,
-        "CONNECT_DATABASE_URL": data.pg_url(_meta_db(kind)),
-        "CONNECT_HOME": str(_home(kind)),
+        "CONNECT_DATABASE_URL": data.pg_url(_meta_db(kind, variant)),
+        "CONNECT_HOME": str(_home(kind, variant)),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
 
 
-def _cli(kind: str, *args: str) -> str:
+def _cli(kind: str, *args: str, variant: str = "") -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "connect_core.cli", *args], env=_env(kind), capture_output=True, text=True, check=False
+        [sys.executable, "-m", "connect_core.cli", *args],
+        env=_env(kind, variant),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"connect {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -54,18 +58,26 @@ def _jdbc_url(kind: str) -> str:
     return f"jdbc:{scheme}://{server.host}:{server.port}/{data.SOURCE_DB}"
 
 
-def setup(kind: str, target_table: str) -> None:
-    """A fresh metadata store and topic directory; the source and sink connectors of `kind`."""
+def setup(
+    kind: str,
+    target_table: str,
+    *,
+    variant: str = "",
+    source_extra: dict[str, object] | None = None,
+    sink_extra: dict[str, object] | None = None,
+) -> None:
+    """A fresh metadata store and topic directory; the source and sink connectors of `kind` (with
+    `*_extra` settings, e.g. transforms, in a metadata store of their own per `variant`)."""
     with data.pg("postgres") as conn, conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {_meta_db(kind)} WITH (FORCE)")
-        cur.execute(f"CREATE DATABASE {_meta_db(kind)}")
+        cur.execute(f"DROP DATABASE IF EXISTS {_meta_db(kind, variant)} WITH (FORCE)")
+        cur.execute(f"CREATE DATABASE {_meta_db(kind, variant)}")
     with data.pg(data.TARGET_DB) as conn, conn.cursor() as cur:  # the sink's offsets kept in the target
         cur.execute(
             "CREATE TABLE IF NOT EXISTS connect_sink_offsets (connector text, topic text, partition int, "
             "next_offset bigint NOT NULL, PRIMARY KEY (connector, topic, partition))"
         )
         cur.execute("DELETE FROM connect_sink_offsets WHERE connector = %s", (f"sink_{kind}",))
-    home = _home(kind)
+    home = _home(kind, variant)
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
     server = data.PG_SERVER if kind == "pg" else data.MARIADB_SERVER
@@ -80,6 +92,7 @@ def setup(kind: str, target_table: str) -> None:
         "table.whitelist": data.TABLE,
         "topic.prefix": f"{kind}_",
         "snapshot.partitions": 4,
+        **(source_extra or {}),
     }
     sink = {
         "connector.class": "JdbcSinkConnector",
@@ -91,20 +104,24 @@ def setup(kind: str, target_table: str) -> None:
         "insert.mode": "upsert",
         "pk.mode": "record_value",
         "pk.fields": "id",
+        **(sink_extra or {}),
     }
     for name, config in ((f"src_{kind}", source), (f"sink_{kind}", sink)):
         path = home / f"{name}.json"
         path.write_text(json.dumps(config))
-        _cli(kind, "create", name, "--config", str(path))
+        _cli(kind, "create", name, "--config", str(path), variant=variant)
 
 
-def sync(kind: str) -> float:
+def sync(kind: str, variant: str = "") -> float:
     """`connect run src sink`: one source run, then one sink run, in one spark-submit (both tasks
     are on the local pool, so they share a Spark application); wall seconds of the command."""
     started = time.perf_counter()
-    out = _cli(kind, "run", f"src_{kind}", f"sink_{kind}", "--output", "json")
+    out = _cli(kind, "run", f"src_{kind}", f"sink_{kind}", "--output", "json", variant=variant)
     wall = time.perf_counter() - started
     for run in json.loads(out):
         timings = " ".join(f"{k}={v}" for k, v in run.get("timings", {}).items())
-        print(f"    {run['connector']}: {run.get('rows')} rows, {timings}", flush=True)
+        counts = f" errors={run['counts']}" if run.get("counts") else ""
+        print(f"    {run['connector']}: {run.get('rows')} rows, {timings}{counts}", flush=True)
+        if run.get("state") != "SUCCEEDED":
+            raise RuntimeError(f"{run['connector']} {run.get('state')}: {run.get('message')}")
     return wall

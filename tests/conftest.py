@@ -88,6 +88,7 @@ def spark():  # type: ignore[no-untyped-def]
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.log.level", "WARN")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.runSQLOnFiles", "false")  # as every runner (BASE_SPARK_CONF)
         .config("spark.jars", ",".join(JDBC_JARS))  # the JDBC connectors' drivers (Debian packages)
         .config("spark.driver.extraJavaOptions", driver_java_options(Settings()) or "")  # scripts/bootstrap.sh
         .getOrCreate()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pydantic import Field, field_validator
 
+from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.transforms import Transformation, TransformConfig
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ _FORBIDDEN = (
     (re.compile(r"\bidentifier\s*\(", re.IGNORECASE), "builds an identifier from a string (IDENTIFIER)"),
 )
 _QUOTED = re.compile(r"`((?:[^`]|``)*)`")
+#: How an analysed plan prints a call through reflection (`CallMethodViaReflection`).
+_CALLS_JAVA = re.compile(r"\b(?:try_)?(?:reflect|java_method)\(", re.IGNORECASE)
 
 
 def _refused(query: str) -> str | None:
@@ -88,7 +91,17 @@ class SqlTransform(Transformation[SqlTransformConfig]):
         # view it drops once the query is analysed, or a plan reference on Spark Connect); braces of
         # the query itself are doubled so that only `{this}` is a placeholder
         query = self.config.query.replace("{", "{{").replace("}", "}}")
-        return df.sparkSession.sql(_THIS.sub("{this}", query), this=df)
+        out = df.sparkSession.sql(_THIS.sub("{this}", query), this=df)
+        # The text check at create is a best effort (a function name can be quoted, `reflect`(…)); the
+        # analysed plan names what the query really calls. (File reads are off in every runner's
+        # session: `spark.sql.runSQLOnFiles=false`.)
+        jdf = getattr(out, "_jdf", None)
+        if jdf is not None and _CALLS_JAVA.search(jdf.queryExecution().analyzed().toString()):
+            raise ConfigError(
+                "the SQL transform's query calls Java methods (reflect/java_method): refused",
+                {"query": ["calls Java methods"]},
+            )
+        return out
 
     def spark(self, df: DataFrame) -> dict[str, Column]:
         self._whole_batch()

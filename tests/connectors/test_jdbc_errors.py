@@ -136,3 +136,23 @@ def _dead_letter_headers(runtime: Runtime) -> list[dict[str, Any]]:
         headers = {h["key"]: h["value"] for h in row["__headers"]}
         found.append({"id": int(row["id"]), **headers})
     return found
+
+
+def test_upsert_into_an_empty_table_copies_straight_in_and_sets_the_bad_rows_aside(
+    runtime: Runtime,
+    runner: TaskRunner,
+    mariadb: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+) -> None:
+    _setup(
+        runtime,
+        mariadb,
+        target,
+        **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "errors.tolerance": "all"},
+    )
+    target.execute("DELETE FROM items")  # empty: the COPY goes straight into the table
+    assert runner.run("src", 0).state == "SUCCEEDED"
+    result = runner.run("sink", 0)
+    assert (result.state, result.counts) == ("SUCCEEDED", {"failed": 3, "skipped": 3}), result.message
+    assert [r[0] for r in target.rows("SELECT id FROM items ORDER BY id")] == [1, 2, 6, 7, 8]
+    assert runner.run("sink", 0).rows == 0

@@ -82,3 +82,23 @@ def test_only_the_spark_frame_is_implemented(spark) -> None:  # type: ignore[no-
 def test_the_query_is_checked(query: str, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         make(SqlTransform, query=query)
+
+
+def test_a_quoted_reflect_call_is_refused_when_the_query_is_analysed(spark) -> None:  # type: ignore[no-untyped-def]
+    from connect_core.sdk.errors import ConfigError
+
+    # `reflect` in backticks gets past the text check at create; the analysed plan does not
+    t = make(SqlTransform, query="SELECT `reflect`('java.lang.System', 'getProperty', 'user.home') AS h FROM __THIS__")
+    df = spark.createDataFrame([(1,)], "id long")
+    with pytest.raises(Exception) as caught:
+        chain(t).spark(df, "t").collect()
+    assert isinstance(caught.value.__cause__, ConfigError) or "Java methods" in str(caught.value)
+
+
+def test_sql_on_files_is_off_in_every_runner(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF
+
+    assert BASE_SPARK_CONF["spark.sql.runSQLOnFiles"] == "false"  # the test session has it too
+    spark.range(3).write.parquet(str(tmp_path / "f"))
+    with pytest.raises(Exception, match="(?i)table or view|not found|cannot be found"):
+        spark.sql(f"SELECT * FROM parquet.`{tmp_path}/f`").collect()

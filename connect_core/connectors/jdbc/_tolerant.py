@@ -33,6 +33,7 @@ ERRORS_TABLE = "connect_sink_errors"
 #: Rows a tolerant copier yields: per topic partition (p, o, n) counts, and one row per bad record.
 BAD_SCHEMA = "p int, o long, n long, bp int, bo long, cls string, msg string"
 CHUNK_ROWS = 20_000
+AFTER_FAILURE_ROWS = 1_000
 _LINE = re.compile(r"COPY [^,]{1,200}, line ([0-9]{1,12})")
 
 
@@ -69,10 +70,20 @@ def _error(exc: BaseException) -> tuple[str, str]:
     return cls, message.removeprefix("ERROR:").strip()[:2000]
 
 
-def copy_chunks(cur: Any, copy_sql: str, table: Any, partition_col: int, offset_col: int) -> list[tuple[Any, ...]]:
+def copy_chunks(
+    cur: Any, copy_sql: str, table: Any, partition_col: int, offset_col: int, sent: int, *, unique_is_bad: bool = True
+) -> list[tuple[Any, ...]]:
     """COPY the rows of `table` (a pyarrow Table in the staging layout) through `cur`, setting
-    aside the rows PostgreSQL refuses; returns (partition, offset, class, message) of each."""
+    aside the rows PostgreSQL refuses; returns (partition, offset, class, message) of each.
+
+    A failed COPY is rolled back to its savepoint: the rows before the one it names are COPYed
+    again, so each bad row costs the rows ahead of it in its chunk. Once a chunk has failed, the
+    rest of it goes in chunks of `AFTER_FAILURE_ROWS`: where bad rows are dense, little is redone;
+    where there are none, a chunk is one COPY. The first `sent` columns are COPYed. Without
+    `unique_is_bad` a unique violation is raised (a COPY straight into the target: a key twice in
+    an upsert's batch is no bad row, the merge path handles it)."""
     import psycopg2
+    import psycopg2.errors
 
     bad: list[tuple[Any, ...]] = []
     pending = [(0, table.num_rows)]  # [start, end) ranges still to COPY
@@ -83,26 +94,24 @@ def copy_chunks(cur: Any, copy_sql: str, table: Any, partition_col: int, offset_
         chunk = table.slice(start, end - start)
         cur.execute("SAVEPOINT connect_copy")
         try:
-            cur.copy_expert(copy_sql, _Csv(chunk), size=1 << 20)
+            cur.copy_expert(copy_sql, _Csv(chunk.select(list(range(sent)))), size=1 << 20)
             cur.execute("RELEASE SAVEPOINT connect_copy")
             continue
         except (psycopg2.DataError, psycopg2.IntegrityError, psycopg2.ProgrammingError) as exc:
             cur.execute("ROLLBACK TO SAVEPOINT connect_copy")
+            if not unique_is_bad and isinstance(exc, psycopg2.errors.UniqueViolation):
+                raise
             failure = exc
         context = getattr(getattr(failure, "diag", None), "context", None) or ""
         found = _LINE.search(context)
         line = int(found.group(1)) - 1 if found else -1
-        if 0 <= line < chunk.num_rows:
-            row = start + line
+        if 0 <= line < chunk.num_rows or end - start == 1:
+            row = start + max(line, 0)
             cls, message = _error(failure)
             bad.append((table.column(partition_col)[row].as_py(), table.column(offset_col)[row].as_py(), cls, message))
-            pending[:0] = [(start, row), (row + 1, end)]
-        elif end - start == 1:
-            cls, message = _error(failure)
-            bad.append(
-                (table.column(partition_col)[start].as_py(), table.column(offset_col)[start].as_py(), cls, message)
-            )
-        else:
+            rest = [(a, min(a + AFTER_FAILURE_ROWS, end)) for a in range(row + 1, end, AFTER_FAILURE_ROWS)]
+            pending[:0] = [(start, row), *rest]
+        else:  # no line named: halves
             middle = (start + end) // 2
             pending[:0] = [(start, middle), (middle, end)]
     return bad
@@ -128,10 +137,13 @@ class _Csv:
         return out.getvalue().to_pybytes()
 
 
-def tolerant_copier(dsn: dict[str, str], options: str, copy_sql: str, width: int) -> Any:
+def tolerant_copier(
+    dsn: dict[str, str], options: str, copy_sql: str, width: int, sent: int, *, unique_is_bad: bool = True
+) -> Any:
     """The function every Spark partition runs in tolerant mode: its rows (staging layout, the last
-    two columns partition and offset) COPYed in chunks in one transaction; yields the (p, o, n) of
-    every topic partition seen (offsets of bad rows count as consumed) and a row per bad record."""
+    two columns partition and offset; the first `sent` go to the COPY) COPYed in chunks in one
+    transaction; yields the (p, o, n) of every topic partition seen (offsets of bad rows count as
+    consumed) and a row per bad record."""
 
     def copy(batches: Iterator[Any]) -> Iterator[Any]:
         import psycopg2
@@ -152,10 +164,14 @@ def tolerant_copier(dsn: dict[str, str], options: str, copy_sql: str, width: int
                     pending.append(batch)
                     rows += batch.num_rows
                     if rows >= CHUNK_ROWS:
-                        bad += copy_chunks(cur, copy_sql, pa.Table.from_batches(pending), width - 2, width - 1)
+                        table = pa.Table.from_batches(pending)
+                        bad += copy_chunks(
+                            cur, copy_sql, table, width - 2, width - 1, sent, unique_is_bad=unique_is_bad
+                        )
                         pending, rows = [], 0
                 if pending:
-                    bad += copy_chunks(cur, copy_sql, pa.Table.from_batches(pending), width - 2, width - 1)
+                    table = pa.Table.from_batches(pending)
+                    bad += copy_chunks(cur, copy_sql, table, width - 2, width - 1, sent, unique_is_bad=unique_is_bad)
         finally:
             conn.close()
         for p, _o, _c, _m in bad:

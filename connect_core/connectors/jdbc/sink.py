@@ -154,11 +154,16 @@ class JdbcSinkTask(SinkTask):
         else:
             out = [F.col(c) for c in columns]
         staged: Any = df.select(*out, F.col("__partition").alias(_P), F.col("__offset").alias(_O))
-        if plan is not None and records is not None:
-            # Binary COPY of the topic's files as pyarrow reads them: no JVM between file and database.
+        binary_columns = any(isinstance(df.schema[c].dataType, BinaryType) for c in columns)
+        if records is not None and (plan is not None or (tolerant and not binary_columns)):
+            # COPY of the topic's files as pyarrow reads them (binary; CSV when tolerating bad rows,
+            # unless BYTEA needs Spark's hex text): no JVM between file and database.
             staged = _ArrowStaged(records, _stager(columns, cfg.pk_mode == "kafka", applied))
         if tolerant:
-            copied, bad = self._copy_and_merge_tolerant(topic, table, staged, columns, keys)
+            done = None
+            if cfg.insert_mode == "upsert" and self._is_empty(table):
+                done = self._copy_direct_tolerant(topic, table, staged, columns)
+            copied, bad = done or self._copy_and_merge_tolerant(topic, table, staged, columns, keys)
             if bad:
                 self._report(topic, df, bad)
             return copied
@@ -224,6 +229,40 @@ class JdbcSinkTask(SinkTask):
             time.monotonic() - started,
         )
         return copied
+
+    def _copy_direct_tolerant(
+        self, topic: str, table: Any, staged: DataFrame | _ArrowStaged, columns: list[str]
+    ) -> tuple[int, list[tuple[Any, ...]]] | None:
+        """`_copy_direct` setting bad rows aside: the target's own constraints refuse them, each COPY
+        error names its line (see `_tolerant`). A key twice in the batch is no bad row: then, as
+        in `_copy_direct`, the merge path runs instead (None)."""
+        import psycopg2.errors
+        from psycopg2 import sql
+
+        with self._connect() as conn:
+            copy_sql = (
+                sql.SQL("COPY {} ({}) FROM STDIN WITH (FORMAT csv)")
+                .format(table, sql.SQL(", ").join(map(sql.Identifier, columns)))
+                .as_string(conn)
+            )
+        copier = _tolerant.tolerant_copier(
+            self.dsn, _pgcopy.SESSION, copy_sql, len(columns) + 2, len(columns), unique_is_bad=False
+        )
+        try:
+            found = _run_copy(staged, copier, _tolerant.BAD_SCHEMA)
+        except Exception as exc:
+            if not isinstance(exc, psycopg2.errors.UniqueViolation) and "UniqueViolation" not in str(exc):
+                raise
+            self.log.warning("%s: a key twice in the batch; merging it instead of COPYing into the table", topic)
+            return None
+        reached = [r for r in found if r["p"] is not None]
+        bad = [(r["bp"], r["bo"], r["cls"], r["msg"]) for r in found if r["bp"] is not None]
+        with self._connect() as conn, conn.cursor() as cur:
+            self._record_offsets(cur, topic, [{**r, "n": max(r["n"], 1)} for r in reached])
+            _tolerant.remember(cur, self.context.connector, topic, bad)
+        copied = sum(r["n"] for r in reached)
+        self.log.info("%s: %d row(s) COPYed into the empty table, %d set aside", topic, copied, len(bad))
+        return copied, bad
 
     def _writer(self, table: Any, columns: list[str], plan: dict[str, str] | None) -> Any:
         """How a partition's rows get into `table`: binary COPY through ADBC by `plan`, or CSV."""
@@ -295,7 +334,7 @@ class JdbcSinkTask(SinkTask):
                 .format(ident(self.stage), sql.SQL(", ").join(map(ident, [*columns, _P, _O])))
                 .as_string(conn)
             )
-        copier = _tolerant.tolerant_copier(self.dsn, _pgcopy.SESSION, copy_sql, len(columns) + 2)
+        copier = _tolerant.tolerant_copier(self.dsn, _pgcopy.SESSION, copy_sql, len(columns) + 2, len(columns) + 2)
         found = _run_copy(staged, copier, _tolerant.BAD_SCHEMA)
         reached = [r for r in found if r["p"] is not None]
         bad = [(r["bp"], r["bo"], r["cls"], r["msg"]) for r in found if r["bp"] is not None]

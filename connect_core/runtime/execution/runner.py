@@ -36,7 +36,7 @@ from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, RetriableError
-from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
+from connect_core.sdk.records import ArrowRecords, SinkBatch, SourcePosition, TopicPartition, partition_key
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -327,7 +327,7 @@ class TaskRunner:
             )
         self._runs.record_staged(lease, path)
         staged.append(path)
-        rows = write_segment(spark, spark.createDataFrame(table), path, lease.run_id)
+        rows = write_segment(spark, _in_driver(spark, table), path, lease.run_id)
         return [StagedSegment(topic, partition, rows, path)]
 
     def _retry_policy(self, lease: Lease) -> RetryPolicy:
@@ -398,6 +398,18 @@ class TaskRunner:
                 delete_path(spark, path)
             except Exception:  # the next run of the task deletes it instead
                 log.warning("could not delete staged path %s", path, exc_info=True)
+
+
+def _in_driver(spark: SparkSession, table: Any) -> ArrowRecords:
+    """A (small) pyarrow Table as ArrowRecords the driver writes itself: no Spark job for a few rows."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    batches = table.to_batches()
+    units = StructType([StructField("unit", LongType())])
+    return ArrowRecords(
+        spark, [(0,)], units, lambda _: iter(batches), from_arrow_schema(table.schema), partitions=1, in_driver=True
+    )
 
 
 def error_kind(exc: BaseException) -> str:

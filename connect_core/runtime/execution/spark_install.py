@@ -23,6 +23,9 @@ BASE_SPARK_CONF: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.redaction.regex": REDACTION_REGEX,
+    # No SQL reads a file by its path (``SELECT * FROM parquet.`/etc` ``): a SQL transform's query
+    # may read the batch, nothing else.
+    "spark.sql.runSQLOnFiles": "false",
 }
 
 
