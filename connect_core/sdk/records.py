@@ -122,14 +122,29 @@ class ArrowRecords:
         if not self.in_driver:
             rows = self.inputs.mapInArrow(lambda batches: func(produce(batches)), schema).collect()
             return [r.asDict() for r in rows]
+        return [row for out in func(produce(iter([self._unit_batch()]))) for row in out.to_pylist()]
+
+    def collect_arrow(self, func: Callable[[Iterator[Any]], Iterator[Any]]) -> Any:
+        """`func` over the produced batches (it keeps `schema`'s columns: a filter), as one pyarrow
+        Table in the driver: computed there when `in_driver`, else by Spark's workers."""
+        import pyarrow as pa
+
+        produce = self.produce
+        if not self.in_driver:
+            return self.inputs.mapInArrow(lambda batches: func(produce(batches)), self.schema).toArrow()
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        found = list(func(produce(iter([self._unit_batch()]))))
+        return pa.Table.from_batches(found, schema=to_arrow_schema(self.schema, timezone="UTC") if not found else None)
+
+    def _unit_batch(self) -> Any:
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
         names = self.unit_schema.fieldNames()
-        units = pa.RecordBatch.from_pylist(
+        return pa.RecordBatch.from_pylist(
             [dict(zip(names, u, strict=True)) for u in self.units], schema=to_arrow_schema(self.unit_schema)
         )
-        return [row for out in func(produce(iter([units]))) for row in out.to_pylist()]
 
 
 @dataclass(frozen=True)

@@ -82,39 +82,80 @@ def copy_chunks(
     where there are none, a chunk is one COPY. The first `sent` columns are COPYed. Without
     `unique_is_bad` a unique violation is raised (a COPY straight into the target: a key twice in
     an upsert's batch is no bad row, the merge path handles it)."""
-    import psycopg2
-    import psycopg2.errors
 
     bad: list[tuple[Any, ...]] = []
+    text = table.select(list(range(sent)))
     pending = [(0, table.num_rows)]  # [start, end) ranges still to COPY
     while pending:
         start, end = pending.pop(0)
         if start >= end:
             continue
-        chunk = table.slice(start, end - start)
-        cur.execute("SAVEPOINT connect_copy")
-        try:
-            cur.copy_expert(copy_sql, _Csv(chunk.select(list(range(sent)))), size=1 << 20)
-            cur.execute("RELEASE SAVEPOINT connect_copy")
+        failure = _copy(cur, copy_sql, text.slice(start, end - start), unique_is_bad)
+        if failure is None:
             continue
-        except (psycopg2.DataError, psycopg2.IntegrityError, psycopg2.ProgrammingError) as exc:
-            cur.execute("ROLLBACK TO SAVEPOINT connect_copy")
-            if not unique_is_bad and isinstance(exc, psycopg2.errors.UniqueViolation):
-                raise
-            failure = exc
-        context = getattr(getattr(failure, "diag", None), "context", None) or ""
-        found = _LINE.search(context)
-        line = int(found.group(1)) - 1 if found else -1
-        if 0 <= line < chunk.num_rows or end - start == 1:
-            row = start + max(line, 0)
-            cls, message = _error(failure)
+        row = _failed_row(failure, text.slice(start, end - start))
+        if row is not None:
+            alone = _copy(cur, copy_sql, text.slice(start + row, 1), unique_is_bad)
+            if alone is None:  # the row named went in alone: not the bad one (never set a good row aside)
+                pending[:0] = [*_halves(start, start + row), *_halves(start + row + 1, end)]
+                continue
+            row += start
+            cls, message = _error(alone)
             bad.append((table.column(partition_col)[row].as_py(), table.column(offset_col)[row].as_py(), cls, message))
             rest = [(a, min(a + AFTER_FAILURE_ROWS, end)) for a in range(row + 1, end, AFTER_FAILURE_ROWS)]
             pending[:0] = [(start, row), *rest]
-        else:  # no line named: halves
-            middle = (start + end) // 2
-            pending[:0] = [(start, middle), (middle, end)]
+        elif end - start > 1:  # no row named: halves
+            pending[:0] = _halves(start, end)
+        else:
+            cls, message = _error(failure)
+            bad.append(
+                (table.column(partition_col)[start].as_py(), table.column(offset_col)[start].as_py(), cls, message)
+            )
     return bad
+
+
+def _halves(start: int, end: int) -> list[tuple[int, int]]:
+    middle = (start + end) // 2
+    return [(start, middle), (middle, end)] if end - start > 1 else [(start, end)]
+
+
+def _copy(cur: Any, copy_sql: str, rows: Any, unique_is_bad: bool) -> BaseException | None:
+    """COPY `rows` under a savepoint; the database's refusal (rolled back), or None when they went in."""
+    import psycopg2
+    import psycopg2.errors
+
+    cur.execute("SAVEPOINT connect_copy")
+    try:
+        cur.copy_expert(copy_sql, _Csv(rows), size=1 << 20)
+    except (psycopg2.DataError, psycopg2.IntegrityError, psycopg2.ProgrammingError) as exc:
+        cur.execute("ROLLBACK TO SAVEPOINT connect_copy")
+        if not unique_is_bad and isinstance(exc, psycopg2.errors.UniqueViolation):
+            raise
+        return exc
+    cur.execute("RELEASE SAVEPOINT connect_copy")
+    return None
+
+
+def _failed_row(failure: BaseException, rows: Any) -> int | None:
+    """The index in `rows` of the record a COPY error names by line. PostgreSQL counts physical
+    lines (a newline inside a quoted CSV value is one), and names the last line of the record."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    context = getattr(getattr(failure, "diag", None), "context", None) or ""
+    found = _LINE.search(context)
+    if found is None:
+        return None
+    line = int(found.group(1))
+    newlines = np.zeros(rows.num_rows, dtype=np.int64)
+    for column in rows.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            counted = pc.fill_null(pc.count_substring(column, "\n"), 0)
+            newlines += counted.to_numpy().astype(np.int64)
+    last_lines = np.cumsum(newlines + 1)
+    index = int(np.searchsorted(last_lines, line))
+    return index if index < rows.num_rows else None
 
 
 class _Csv:

@@ -81,7 +81,7 @@ class JdbcSinkTask(SinkTask):
             applied = {tp.partition: self.applied.get(tp, 0) for tp in batch.partitions if tp.topic == topic}
             target = batch.destination(topic)  # the topic's records' name after the transforms (routers)
             if self.context.errant is not None:
-                self._report_again(topic, batch.topic(topic), applied)
+                self._report_again(topic, batch.topic(topic), applied, batch.arrow(topic))
             try:
                 written += self._write_topic(topic, df, batch.arrow(topic), applied, target)
             except Exception as exc:
@@ -94,27 +94,32 @@ class JdbcSinkTask(SinkTask):
                 ) from exc
         return {"rows_written": written}
 
-    def _report_again(self, topic: str, df: DataFrame, applied: dict[int, int]) -> None:
+    def _report_again(self, topic: str, df: DataFrame, applied: dict[int, int], records: ArrowRecords | None) -> None:
         """Rows an earlier run set aside and wrote past in the target, whose run did not commit:
         the runtime has not dead-lettered them, so they are reported again."""
         with self._connect() as conn, conn.cursor() as cur:
             earlier = _tolerant.set_aside(cur, self.context.connector, topic, applied)
         if earlier:
-            self._report(topic, df, earlier)
+            self._report(topic, df, earlier, records)
 
-    def _report(self, topic: str, df: DataFrame, bad: list[tuple[Any, ...]]) -> None:
-        """Send the bad rows (partition, offset, class, message) of `topic`, as read, to the runtime."""
+    def _report(
+        self, topic: str, df: DataFrame, bad: list[tuple[Any, ...]], records: ArrowRecords | None = None
+    ) -> None:
+        """Send the bad rows (partition, offset, class, message) of `topic`, as read, to the runtime:
+        picked from the topic's Arrow records where there are (no Spark job for a small batch)."""
         from pyspark.sql import functions as F
 
         assert self.context.errant is not None
         index = {(p, o): (cls, msg) for p, o, cls, msg in bad}
-        keys = df.sparkSession.createDataFrame([(p, o) for p, o in index], "__bp int, __bo long")
-        rows = (
-            df.join(F.broadcast(keys), (F.col("__partition") == F.col("__bp")) & (F.col("__offset") == F.col("__bo")))
-            .drop("__bp", "__bo")
-            .withColumn("__topic", F.lit(topic))  # where it was read (a router may have renamed it)
-            .orderBy("__partition", "__offset")
-            .toArrow()
+        if records is not None:
+            rows = records.collect_arrow(_picker(index))
+        else:
+            keys = df.sparkSession.createDataFrame([(p, o) for p, o in index], "__bp int, __bo long")
+            condition = (F.col("__partition") == F.col("__bp")) & (F.col("__offset") == F.col("__bo"))
+            rows = df.join(F.broadcast(keys), condition).drop("__bp", "__bo").toArrow()
+        rows = rows.sort_by([("__partition", "ascending"), ("__offset", "ascending")])
+        rows = rows.set_column(  # where it was read (a router may have renamed it)
+            rows.column_names.index("__topic"), "__topic", pa_strings([topic] * rows.num_rows)
         )
         found = list(zip(rows.column("__partition").to_pylist(), rows.column("__offset").to_pylist(), strict=True))
         self.context.errant.report(
@@ -165,7 +170,7 @@ class JdbcSinkTask(SinkTask):
                 done = self._copy_direct_tolerant(topic, table, staged, columns)
             copied, bad = done or self._copy_and_merge_tolerant(topic, table, staged, columns, keys)
             if bad:
-                self._report(topic, df, bad)
+                self._report(topic, df, bad, records)
             return copied
         if cfg.insert_mode == "upsert" and self._is_empty(table):
             direct = self._copy_direct(topic, table, staged, columns, plan)
@@ -424,6 +429,37 @@ class JdbcSinkTask(SinkTask):
                 cur.execute(
                     sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(table, sql.Identifier(c), sql.SQL(wanted[c]))
                 )
+
+
+def pa_strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, pa.string())
+
+
+def _picker(index: Mapping[tuple[int, int], Any]) -> Any:
+    """A filter of topic batches down to the rows at `index`'s (partition, offset) pairs."""
+    by_partition: dict[int, list[int]] = {}
+    for p, o in index:
+        by_partition.setdefault(p, []).append(o)
+
+    def pick(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            mask = None
+            for p, offsets in by_partition.items():
+                hit = pc.and_(
+                    pc.equal(batch.column("__partition"), p), pc.is_in(batch.column("__offset"), pa.array(offsets))
+                )
+                mask = hit if mask is None else pc.or_(mask, hit)
+            if mask is not None:
+                picked = batch.filter(mask)
+                if picked.num_rows:
+                    yield picked
+
+    return pick
 
 
 def _table_ident(name: str) -> Any:
