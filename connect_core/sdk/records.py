@@ -31,6 +31,7 @@ __all__ = [
     "SourceBatch",
     "SourcePosition",
     "TopicPartition",
+    "keyed",
     "partition_key",
 ]
 
@@ -164,6 +165,37 @@ class SourceBatch:
     def empty(cls) -> SourceBatch:
         """Nothing new: commit nothing."""
         return cls()
+
+
+def keyed(records: DataFrame | ArrowRecords, fields: Sequence[str]) -> DataFrame | ArrowRecords:
+    """`records` with each row's key (`__key`) a struct of its `fields`, as a source sets keys (the
+    JDBC source: the table's primary key)."""
+    from connect_core.sdk.errors import ConfigError
+
+    names = records.schema.fieldNames() if isinstance(records, ArrowRecords) else records.columns
+    missing = [f for f in fields if f not in names]
+    if missing:
+        raise ConfigError(f"key field(s) {missing} are not columns of the records ({', '.join(names)})")
+    if not isinstance(records, ArrowRecords):
+        from pyspark.sql import functions as F
+
+        return records.withColumn("__key", F.struct(*[F.col(f"`{f}`") for f in fields]))
+    import dataclasses
+
+    from pyspark.sql.types import StructField, StructType
+
+    produce, wanted = records.produce, list(fields)
+
+    def with_key(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in produce(batches):
+            key = pa.StructArray.from_arrays([batch.column(f) for f in wanted], names=wanted)
+            yield batch.append_column("__key", key)
+
+    key_type = StructType([records.schema[f] for f in wanted])
+    schema = StructType([*records.schema.fields, StructField("__key", key_type)])
+    return dataclasses.replace(records, produce=with_key, schema=schema)
 
 
 #: Kafka's `Stage` names, for a dead-letter record's `__connect.errors.stage` header.

@@ -262,6 +262,26 @@ class Jdbc:
             raise ConfigError(f"table `{'.'.join(table)}` not found at {self.dialect.host}")
         return found
 
+    def primary_key(self, table: tuple[str, ...]) -> list[str]:
+        """The table's primary key columns in key order (none: [])."""
+        name = table[-1]
+        if self.dialect.name == "mariadb":
+            schema = f"'{table[0]}'" if len(table) == 2 else "DATABASE()"
+            sql = (
+                "SELECT CAST(column_name AS CHAR(128)) AS name FROM information_schema.key_column_usage "
+                f"WHERE table_schema = {schema} AND table_name = '{name}' AND constraint_name = 'PRIMARY' "
+                "ORDER BY ordinal_position"
+            )
+        else:
+            qualified = ".".join(f'"{part}"' for part in table).replace("'", "''")
+            sql = (
+                "SELECT CAST(a.attname AS TEXT) AS name FROM pg_index i "
+                "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+                f"WHERE i.indrelid = to_regclass('{qualified}') AND i.indisprimary "
+                "ORDER BY array_position(i.indkey, a.attnum)"
+            )
+        return [r["name"] for r in self.rows(sql, f"reading `{name}`'s primary key")]
+
     def text_cast(self, quoted: str) -> str:
         return f"CAST({quoted} AS CHAR)" if self.dialect.name == "mariadb" else f"CAST({quoted} AS TEXT)"
 

@@ -74,6 +74,11 @@ class JdbcSourceConfig(JdbcConnectionConfig):
     topic_prefix: str = Field(
         alias="topic.prefix", description="Topic of table T is <prefix>T (may be empty); of a query, <prefix>."
     )
+    key_fields: TopicList = Field(
+        default_factory=list,
+        alias="key.fields",
+        description="Columns that make each record's key; by default a table's primary key (a query's rows: none).",
+    )
     batch_max_rows: int | None = Field(
         default=None,
         alias="batch.max.rows",
@@ -119,12 +124,19 @@ class JdbcSinkConfig(SinkConnectorConfig, JdbcConnectionConfig):
     insert_mode: Literal["insert", "upsert", "update"] = Field(
         default="insert", alias="insert.mode", description="insert, upsert (insert or update by key) or update."
     )
-    pk_mode: Literal["none", "record_value", "kafka"] = Field(
+    pk_mode: Literal["none", "record_value", "record_key", "kafka"] = Field(
         default="none",
         alias="pk.mode",
-        description="none; record_value (pk.fields of the row); kafka (topic, partition, offset coordinates).",
+        description=(
+            "none; record_value (pk.fields of the row); record_key (the record's key: its fields, or those of "
+            "pk.fields); kafka (topic, partition, offset coordinates)."
+        ),
     )
-    pk_fields: TopicList = Field(default_factory=list, alias="pk.fields", description="Key columns (record_value).")
+    pk_fields: TopicList = Field(
+        default_factory=list,
+        alias="pk.fields",
+        description="Key columns: of the value (record_value), or of the key's fields (record_key; default all).",
+    )
     auto_create: bool = Field(default=False, alias="auto.create", description="Create a missing target table.")
     auto_evolve: bool = Field(default=False, alias="auto.evolve", description="Add columns the table lacks.")
     table_name_format: str = Field(

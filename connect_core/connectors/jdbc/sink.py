@@ -135,12 +135,23 @@ class JdbcSinkTask(SinkTask):
         cfg = self.cfg
         table = _table_ident(cfg.table_name_format.replace("${topic}", target))
         values = [f for f in df.schema.fields if not f.name.startswith("__")]
+        from_key = []
+        if cfg.pk_mode == "record_key":
+            key_fields = _key_fields(topic, df, list(cfg.pk_fields))
+            from_key = [k for k in key_fields if k not in {f.name for f in values}]
+            df = df.withColumns({k: F.col("__key").getField(k) for k in from_key})
+            values += [df.schema[k] for k in from_key]
         if cfg.pk_mode == "kafka":
             df = df.withColumns(
                 {KAFKA_PK[0]: F.col("__topic"), KAFKA_PK[1]: F.col("__partition"), KAFKA_PK[2]: F.col("__offset")}
             )
         columns = [f.name for f in values] + (list(KAFKA_PK) if cfg.pk_mode == "kafka" else [])
-        keys = list(KAFKA_PK) if cfg.pk_mode == "kafka" else list(cfg.pk_fields)
+        if cfg.pk_mode == "kafka":
+            keys = list(KAFKA_PK)
+        elif cfg.pk_mode == "record_key":
+            keys = _key_fields(topic, df, list(cfg.pk_fields))
+        else:
+            keys = list(cfg.pk_fields)
         missing = [k for k in keys if k not in columns]
         if missing:
             raise ConfigError(f"topic `{topic}` has no column(s) {missing} for `pk.fields`", {"pk.fields": missing})
@@ -163,7 +174,7 @@ class JdbcSinkTask(SinkTask):
         if records is not None and (plan is not None or (tolerant and not binary_columns)):
             # COPY of the topic's files as pyarrow reads them (binary; CSV when tolerating bad rows,
             # unless BYTEA needs Spark's hex text): no JVM between file and database.
-            staged = _ArrowStaged(records, _stager(columns, cfg.pk_mode == "kafka", applied))
+            staged = _ArrowStaged(records, _stager(columns, cfg.pk_mode == "kafka", applied, from_key))
         if tolerant:
             done = None
             if cfg.insert_mode == "upsert" and self._is_empty(table):
@@ -431,6 +442,24 @@ class JdbcSinkTask(SinkTask):
                 )
 
 
+def _key_fields(topic: str, df: DataFrame, wanted: list[str]) -> list[str]:
+    """`pk.mode=record_key`: the key's fields (or the `wanted` ones among them)."""
+    from pyspark.sql.types import StructType
+
+    kind = df.schema["__key"].dataType if "__key" in df.columns else None
+    if not isinstance(kind, StructType):
+        raise ConfigError(
+            f"`pk.mode` record_key: the records of topic `{topic}` have no struct key (a source sets one, or the "
+            "ValueToKey transform)",
+            {"pk.mode": ["the records have no struct key"]},
+        )
+    have = kind.fieldNames()
+    missing = [k for k in wanted if k not in have]
+    if missing:
+        raise ConfigError(f"`pk.fields` {missing} are not fields of the records' key ({', '.join(have)})")
+    return wanted or have
+
+
 def pa_strings(values: list[str]) -> Any:
     import pyarrow as pa
 
@@ -551,8 +580,10 @@ def _run_copy(staged: DataFrame | _ArrowStaged, copy: Any, schema: str = _COPIED
     return [r.asDict() for r in staged.mapInArrow(copy, schema).collect()]
 
 
-def _stager(columns: list[str], kafka: bool, applied: dict[int, int]) -> Any:
-    """Topic batches → the staged layout (`columns`, partition, offset), rows already applied dropped."""
+def _stager(columns: list[str], kafka: bool, applied: dict[int, int], from_key: list[str] | None = None) -> Any:
+    """Topic batches → the staged layout (`columns`, partition, offset), rows already applied dropped;
+    the columns in `from_key` are fields of the record's key."""
+    keyed_columns = set(from_key or ())
     source = {KAFKA_PK[0]: "__topic", KAFKA_PK[1]: "__partition", KAFKA_PK[2]: "__offset"} if kafka else {}
 
     def stage(batches: Iterator[Any]) -> Iterator[Any]:
@@ -568,7 +599,10 @@ def _stager(columns: list[str], kafka: bool, applied: dict[int, int]) -> Any:
                     old = cond if old is None else pc.or_(old, cond)
             if old is not None:
                 batch = batch.filter(pc.invert(old))
-            arrays = [batch.column(source.get(c, c)) for c in columns]
+            arrays = [
+                batch.column("__key").field(c) if c in keyed_columns else batch.column(source.get(c, c))
+                for c in columns
+            ]
             yield pa.RecordBatch.from_arrays(
                 [*arrays, batch.column("__partition"), batch.column("__offset")], names=[*columns, _P, _O]
             )

@@ -39,6 +39,7 @@ from connect_core.sdk import (
     SourceTask,
 )
 from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.records import keyed
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,7 +76,8 @@ class JdbcSourceTask(SourceTask):
                 how = "COPY" if jdbc.pg_dsn else "connectorx"
                 how += " in the driver" if df.in_driver else f" in {len(df.units)} Spark partition(s)"
             self.log.info("%s: reading the window through %s", source.topic, how)
-            records[source.topic] = df
+            key = list(cfg.key_fields) or (jdbc.primary_key(source.table) if source.table is not None else [])
+            records[source.topic] = keyed(df, key) if key else df
             if offset is not None:
                 reached.append(SourcePosition(source.key, offset))
         return SourceBatch(records, tuple(reached))

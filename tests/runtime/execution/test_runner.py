@@ -60,7 +60,10 @@ def test_nothing_new_commits_nothing(runner: TaskRunner, runtime: Runtime, tmp_p
     assert (sink_result.state, sink_result.rows) == ("SUCCEEDED", 0)
     assert _snapshot(runtime) == before
     assert sink.read_text() == "a\nb\n"
-    assert not list((Path(runtime.settings.topics_base) / "fileTopic" / "partition=0").glob("run=3"))
+    # the idle run staged nothing either (its segment path is where it would have written)
+    assert source_result.run_id is not None
+    staged = Path(runtime.topics.segment_path("fileTopic", 0, source_result.run_id).removeprefix("file://"))
+    assert staged.parent.is_dir() and not staged.exists()
 
 
 def test_many_lines_keep_their_order(runner: TaskRunner, runtime: Runtime, tmp_path: Path) -> None:
