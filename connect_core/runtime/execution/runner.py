@@ -300,7 +300,8 @@ class TaskRunner:
         return SinkBatch(data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes)
 
     def _dead_letters(self, lease: Lease) -> DeadLetters:
-        task_class = self._registry.resolve(lease.connector_class).cls.task_class
+        plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
+        task_class = plugin_cls.task_class
         return DeadLetters(
             ErrorSettings(lease.connector_config),
             lease.connector,
