@@ -98,7 +98,7 @@ def transforms(rows: int) -> list[str]:
         f"| no transforms | {plain:.1f} | {results['_plain'][1]:.1f} |",
         f"| 5 transforms | {chain:.1f} | {results['_chain'][1]:.1f} |",
         "",
-        f"The chain costs {100 * (chain / plain - 1):+.1f}% ({chain / plain:.2f}× the run without transforms).",
+        f"The chain costs {100 * (chain / plain - 1):+.1f}% ({chain / plain:.2f}x the run without transforms).",
         "",
     ]
 
@@ -154,7 +154,7 @@ def errors(rows: int) -> list[str]:
         f"| clean | {clean:.1f} | {load_clean:.1f} |",
         f"| 0.1% bad, tolerated | {took:.1f} | {load_tolerant:.1f} |",
         "",
-        f"Tolerating the bad rows costs {took / clean:.2f}× the clean run.",
+        f"Tolerating the bad rows costs {took / clean:.2f}x the clean run.",
         "",
     ]
 

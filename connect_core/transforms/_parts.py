@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from connect_core.sdk.transforms import KEY_COLUMN, DataError, column, is_value_column
+from connect_core.sdk.transforms import KEY_COLUMN, DataError, is_value_column
+from connect_core.sdk.transforms import column as spark_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,7 +34,7 @@ def spark_fields(df: DataFrame, part: Part) -> dict[str, Column]:
     from pyspark.sql.types import StructType
 
     if part == "value":
-        return {name: column(name) for name in df.columns if is_value_column(name)}
+        return {name: spark_column(name) for name in df.columns if is_value_column(name)}
     kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
     if not isinstance(kind, StructType):
         raise _not_struct(part, kind.simpleString() if kind is not None else "absent")
@@ -56,11 +57,11 @@ def spark_with(df: DataFrame, part: Part, fields: dict[str, Column]) -> dict[str
     from pyspark.sql import functions as F
 
     if part == "value":
-        return {**fields, **{name: column(name) for name in df.columns if not is_value_column(name)}}
+        return {**fields, **{name: spark_column(name) for name in df.columns if not is_value_column(name)}}
     key = F.when(F.col(KEY_COLUMN).isNull(), F.lit(None)).otherwise(
         F.struct(*[col.alias(name) for name, col in fields.items()])
     )
-    return {name: key if name == KEY_COLUMN else column(name) for name in df.columns}
+    return {name: key if name == KEY_COLUMN else spark_column(name) for name in df.columns}
 
 
 # -- Arrow ----------------------------------------------------------------------
@@ -89,3 +90,53 @@ def arrow_with(batch: pa.RecordBatch, part: Part, fields: dict[str, pa.Array]) -
         list(fields.values()), names=list(fields), mask=old.is_null() if old.null_count else None
     )
     return {name: key if name == KEY_COLUMN else batch.column(name) for name in batch.schema.names}
+
+
+# -- shared by the field transforms ---------------------------------------------------------------------
+
+
+def spark_replace(df: DataFrame, name: str, column: Column) -> dict[str, Column]:
+    """Every column of `df` as is, except `name` (appended if `df` lacks it)."""
+    out = {n: spark_column(n) for n in df.columns}
+    out[name] = column
+    return out
+
+
+def arrow_replace(batch: pa.RecordBatch, name: str, column: pa.Array) -> dict[str, pa.Array]:
+    out = {n: batch.column(n) for n in batch.schema.names}
+    out[name] = column
+    return out
+
+
+def check_value_names(part: Part, names: list[str]) -> list[str]:
+    """Value columns named `__…` would be read back as record parts (`__key`, `__topic`), not fields."""
+    reserved = [n for n in names if not is_value_column(n)] if part == "value" else []
+    if reserved:
+        raise DataError(
+            f"the record value would get field(s) {', '.join(f'`{n}`' for n in reserved)}; names starting with "
+            "`__` are kept for record parts: rename them first (ReplaceField `renames`)"
+        )
+    return names
+
+
+def names_text(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "none"
+
+
+def spark_key_type(df: DataFrame) -> Any:
+    """The Spark type of `__key`; None when rows have no key at all (none set: the column has no type)."""
+    from pyspark.sql.types import NullType
+
+    kind = df.schema[KEY_COLUMN].dataType if KEY_COLUMN in df.columns else None
+    return None if isinstance(kind, NullType) else kind
+
+
+def arrow_key_type(schema: pa.Schema) -> Any:
+    import pyarrow as pa
+
+    index = schema.get_field_index(KEY_COLUMN)
+    kind = schema.field(index).type if index >= 0 else None
+    return None if kind == pa.null() else kind
+
+
+# -- field paths (Kafka's `field.syntax.version`) ---------------------------------------

@@ -23,6 +23,7 @@ from connect_core.sdk.transforms import (
     TransformConfig,
     is_value_column,
 )
+from connect_core.sdk.transforms import column as spark_column
 from connect_core.transforms._parts import Part, arrow_fields, arrow_with, spark_fields, spark_type, spark_with
 
 if TYPE_CHECKING:
@@ -432,7 +433,7 @@ class ValueToKey(Transformation[ValueToKeyConfig]):
         key = F.struct(*[value[name].alias(name) for name in self.config.fields])
         if TOMBSTONE_COLUMN in df.columns:
             key = F.when(F.coalesce(F.col(TOMBSTONE_COLUMN), F.lit(False)), F.lit(None)).otherwise(key)
-        out = {name: F.col(name) for name in df.columns if not is_value_column(name)}
+        out = {name: spark_column(name) for name in df.columns if not is_value_column(name)}
         return {**value, **out, KEY_COLUMN: key}
 
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:

@@ -40,7 +40,7 @@ def test_the_primary_key_is_the_record_key_and_the_sink_upserts_by_it(
                 "table.whitelist": "accounts",
                 "topic.prefix": "",
             }
-        ),  # fmt: skip
+        ),
     )
     runtime.create_connector(
         "sink",

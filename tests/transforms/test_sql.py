@@ -100,5 +100,5 @@ def test_sql_on_files_is_off_in_every_runner(spark, tmp_path) -> None:  # type: 
 
     assert BASE_SPARK_CONF["spark.sql.runSQLOnFiles"] == "false"  # the test session has it too
     spark.range(3).write.parquet(str(tmp_path / "f"))
-    with pytest.raises(Exception, match="(?i)table or view|not found|cannot be found"):
+    with pytest.raises(Exception, match=r"(?i)table or view|not found|cannot be found"):
         spark.sql(f"SELECT * FROM parquet.`{tmp_path}/f`").collect()

@@ -51,7 +51,7 @@ def test_no_retries_by_default_and_none_for_what_a_retry_cannot_fix() -> None:
     for policy, error in ((_policy(0)[0], RetriableError("x")), (_policy(-1)[0], DataError("bad row"))):
         calls = []
 
-        def work(attempt: int, error: Exception = error) -> None:
+        def work(attempt: int, error: Exception = error, calls: list[int] = calls) -> None:
             calls.append(attempt)
             raise error
 
