@@ -31,6 +31,7 @@ from connect_core.sdk.records import (
     SourceBatch,
     SourcePosition,
     TopicPartition,
+    keyed,
     partition_key,
 )
 from connect_core.sdk.transforms import (
@@ -83,6 +84,7 @@ __all__ = [
     "TopicPartition",
     "TransformConfig",
     "Transformation",
+    "keyed",
     "partition_key",
     "split_list",
 ]
