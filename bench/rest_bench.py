@@ -88,7 +88,15 @@ def main() -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        env = {**os.environ, "CONNECT_DATABASE_URL": url, "CONNECT_HOME": tmp, "CONNECT_FILE_ALLOWED_PATHS": tmp}
+        # the connectors' files apart from the runtime's own data (which file connectors may not use)
+        files = Path(tmp) / "files"
+        files.mkdir()
+        env = {
+            **os.environ,
+            "CONNECT_DATABASE_URL": url,
+            "CONNECT_HOME": str(Path(tmp) / "home"),
+            "CONNECT_FILE_ALLOWED_PATHS": str(files),
+        }
         server = subprocess.Popen(
             [sys.executable, "-m", "connect_core.cli", "serve", "--port", str(port)],
             env=env,
@@ -108,17 +116,19 @@ def main() -> None:
                     time.sleep(0.2)
             names = [f"c{i:03d}" for i in range(CONNECTORS)]
             for name in names:
-                httpx.post(
+                created = httpx.post(
                     f"{base}/connectors",
                     json={
                         "name": name,
                         "config": {
                             "connector.class": "FileSourceConnector",
-                            "file": f"{tmp}/{name}.txt",
+                            "file": str(files / f"{name}.txt"),
                             "topic": name,
                         },
                     },
-                ).raise_for_status()
+                )
+                if created.status_code != 201:
+                    raise RuntimeError(f"create {name}: {created.status_code} {created.text[:500]}")
             rows = []
             for label, path in (
                 ("GET /connectors/c042/status (Kafka)", "/connectors/c042/status"),
