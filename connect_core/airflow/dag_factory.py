@@ -33,6 +33,7 @@ from connect_core.airflow.operator import ConnectTaskOperator
 from connect_core.airflow.rebalance import REBALANCE_DAG_ID, rebalance_dag
 from connect_core.runtime.airflow_client import DAG_PREFIX, airflow_pool_for, dag_id_for
 from connect_core.runtime.plugins import PluginRegistry
+from connect_core.runtime.processing.config import build_chain
 from connect_core.runtime.security import mask_config
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.store.db import database_url, make_engine
@@ -103,9 +104,23 @@ def _compile(registry: PluginRegistry, row: Any, placed: dict[tuple[str, int], s
     plugin_cls: Any = registry.resolve(connector_class).cls
     model = plugin_cls.config_model.model_validate(config)
     outputs = [check_topic_name(t) for t in plugin_cls().output_topics(model)] if type_ == "source" else []
+    outputs = _routed(registry, name, config, outputs)
     dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed)
     dag.validate()
     return dag
+
+
+def _routed(registry: PluginRegistry, name: str, config: Any, outputs: list[str]) -> list[str]:
+    """A source's outputs after its routers (RegexRouter renames by topic name): the Assets its sinks
+    wait for are the topics it really writes. Routing that depends on records keeps the declared ones."""
+    if not outputs or not config.get("transforms"):
+        return outputs
+    try:
+        routed = build_chain(config, registry).routed_topics(outputs)
+    except Exception:  # checked at create; a plugin gone since then fails the run, not the DAG file
+        log.warning("the transforms of connector `%s` do not build; its outlets are its declared topics", name)
+        return outputs
+    return [check_topic_name(t) for t in routed] if routed else outputs
 
 
 def _connectors(engine: Engine, only: str | None) -> list[Any]:

@@ -117,6 +117,12 @@ class Transformation(ABC, Generic[C]):
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
         """The same columns computed over one Arrow record batch."""
 
+    def route_topic(self, topic: str) -> str | None:
+        """For a router: the topic a record of `topic` goes to, when that depends on the topic name
+        alone (RegexRouter); None when it depends on the record (TimestampRouter). The runtime
+        uses it to know, without data, which topics a source writes (its DAG's Asset outlets)."""
+        return None
+
     def spark_keep(self, df: DataFrame) -> Column | None:
         """Rows to keep, for transforms that drop records; None keeps every row (the default)."""
         return None

@@ -169,6 +169,9 @@ class RegexRouter(Transformation[RegexRouterConfig]):
         routed = F.when(full_match_spark(topic, self.config.regex), renamed).otherwise(topic)
         return {name: routed if name == TOPIC_COLUMN else column(name) for name in df.columns}
 
+    def route_topic(self, topic: str) -> str | None:
+        return self._route(topic)
+
     def _route(self, topic: str) -> str:
         if self._regex.fullmatch(topic) is None:
             return topic

@@ -215,3 +215,20 @@ def test_names_stored_before_the_check_keep_their_dag(runtime: Runtime, tmp_path
     # The name rule is for new names: a stored one's config can still be changed.
     runtime.update_connector("a b", {**config, "batch.max.bytes": 1024})
     assert runtime.connectors.get("a b").config["batch.max.bytes"] == 1024
+
+
+def test_a_source_routed_by_regex_router_outlets_the_routed_topic(runtime: Runtime, tmp_path: Path) -> None:
+    runtime.create_connector(
+        "routed",
+        {
+            "connector.class": "FileSourceConnector",
+            "filename": str(tmp_path / "in.txt"),
+            "topic": "orders_raw",
+            "transforms": "route",
+            "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            "transforms.route.regex": "(.*)_raw",
+            "transforms.route.replacement": "$1",
+        },
+    )
+    (task,) = _dags(runtime)["connect__routed"].tasks
+    assert task.outlets == [topic_asset("orders")]  # the sink of `orders` runs when this writes

@@ -64,6 +64,21 @@ class TransformChain:
         """Whether a record's topic may change (then the output is grouped by `__topic` again)."""
         return any(step.transform.routes for step in self.steps)
 
+    def routed_topics(self, topics: Sequence[str]) -> list[str] | None:
+        """The topics records of `topics` can end up in, known from the names alone: routers that
+        rename by name (RegexRouter) are applied, a router with a predicate keeps the old name as a
+        possibility too; None when a router depends on the records (TimestampRouter)."""
+        current = list(dict.fromkeys(topics))
+        for step in self.steps:
+            if not step.transform.routes:
+                continue
+            routed = [step.transform.route_topic(t) for t in current]
+            if any(r is None for r in routed):
+                return None
+            new = [r for r in routed if r is not None]
+            current = list(dict.fromkeys([*current, *new] if step.predicate is not None else new))
+        return current
+
     # -- Spark ----------------------------------------------------------------
 
     def spark(self, df: DataFrame, topic: str | None = None) -> DataFrame:
