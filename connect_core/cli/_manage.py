@@ -173,12 +173,18 @@ def plugins(
     output: OutputOpt = "table",
     reload: Annotated[bool, typer.Option("--reload", help="Scan entry points and the plugin path again")] = False,
 ) -> None:
-    """Connector plugins (entry points and CONNECT_PLUGIN_PATH)."""
+    """Plugins: connectors, transformations and predicates (entry points and CONNECT_PLUGIN_PATH)."""
     with backend() as svc:
         if reload:
             svc.reload_plugins()
         found = svc.plugins()
-    table = Table("name", "type", "version", "class", "aliases")
+    table = Table()
+    # Names are what configs use (`transforms.x.type=Cast$Value`): never cut short, whatever the width.
+    table.add_column("name", min_width=max((len(p["name"]) for p in found), default=4), no_wrap=True)
+    table.add_column("type")
+    table.add_column("version")
+    table.add_column("class", overflow="fold")
+    table.add_column("aliases", overflow="fold")
     for p in found:
         table.add_row(p["name"], p["type"], p["version"], p["class"], "\n".join(p["aliases"]))
     _emit(found, output, table)
