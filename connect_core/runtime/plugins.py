@@ -17,12 +17,13 @@ Kafka class name that is an alias of a built-in.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -164,24 +165,30 @@ class PluginRegistry:
         raise ConfigError(f"{kind} `{type_name}` not found; available: {', '.join(sorted(found)) or 'none'}")
 
     def _discover_kind(self, group: str, base: type[Any]) -> dict[str, TransformPlugin]:
-        found: dict[str, TransformPlugin] = {}
+        accept = functools.partial(_is_kind, base=base)
+        return {name: TransformPlugin(name, cls, origin) for name, cls, origin in self._scan(group, accept)}
+
+    def _scan(self, group: str, accept: Callable[[object], bool]) -> list[tuple[str, Any, str]]:
+        """(name, class, origin) of every class `accept`s: from the entry points of `group`, the
+        embedding program's own classes, then the plugin path; the first of a name wins."""
+        found: dict[str, tuple[str, Any, str]] = {}
         for ep in entry_points(group=group):
             try:
                 cls = ep.load()
             except Exception:  # one broken plugin must not hide the others
                 log.exception("could not load plugin entry point `%s`", ep.value)
                 continue
-            if _is_kind(cls, base):
-                found.setdefault(ep.name, TransformPlugin(ep.name, cls, "entry point"))
-        for cls in self._extra_kinds:
-            if _is_kind(cls, base):
-                found.setdefault(cls.__name__, TransformPlugin(cls.__name__, cls, "registered"))
+            if accept(cls):
+                found.setdefault(ep.name, (ep.name, cls, "entry point"))
+        for cls in self._extra + self._extra_kinds:
+            if accept(cls):
+                found.setdefault(cls.__name__, (cls.__name__, cls, "registered"))
         for directory in self._plugin_dirs:
             for module in _modules_in(directory):
-                for _, cls in inspect.getmembers(module, lambda obj: _is_kind(obj, base)):
+                for _, cls in inspect.getmembers(module, accept):
                     if cls.__module__ == module.__name__:
-                        found.setdefault(cls.__name__, TransformPlugin(cls.__name__, cls, str(directory)))
-        return found
+                        found.setdefault(cls.__name__, (cls.__name__, cls, str(directory)))
+        return list(found.values())
 
     def resolve(self, connector_class: str) -> Plugin:
         """The plugin `connector_class` names; ConfigError listing the available ones if none."""
@@ -204,23 +211,7 @@ class PluginRegistry:
         raise ConfigError(message, {"connector.class": [message]})
 
     def _discover(self) -> dict[str, Plugin]:
-        found: dict[str, Plugin] = {}
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                cls = ep.load()
-            except Exception:  # one broken plugin must not hide the others
-                log.exception("could not load connector plugin entry point `%s`", ep.value)
-                continue
-            if _is_plugin(cls):
-                found.setdefault(ep.name, Plugin(ep.name, cls, "entry point"))
-        for cls in self._extra:
-            found.setdefault(cls.__name__, Plugin(cls.__name__, cls, "registered"))
-        for directory in self._plugin_dirs:
-            for module in _modules_in(directory):
-                for _, cls in inspect.getmembers(module, _is_plugin):
-                    if cls.__module__ == module.__name__:
-                        found.setdefault(cls.__name__, Plugin(cls.__name__, cls, str(directory)))
-        return found
+        return {name: Plugin(name, cls, origin) for name, cls, origin in self._scan(ENTRY_POINT_GROUP, _is_plugin)}
 
 
 def _is_plugin(obj: object) -> bool:
@@ -232,7 +223,7 @@ def _is_plugin(obj: object) -> bool:
     )
 
 
-def _is_kind(obj: object, base: type[Any]) -> bool:
+def _is_kind(obj: object, *, base: type[Any]) -> bool:
     return inspect.isclass(obj) and issubclass(obj, base) and obj is not base and not inspect.isabstract(obj)
 
 

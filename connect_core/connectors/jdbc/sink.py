@@ -107,6 +107,7 @@ class JdbcSinkTask(SinkTask):
     ) -> None:
         """Send the bad rows (partition, offset, class, message) of `topic`, as read, to the runtime:
         picked from the topic's Arrow records where there are (no Spark job for a small batch)."""
+        import pyarrow as pa
         from pyspark.sql import functions as F
 
         assert self.context.errant is not None
@@ -119,7 +120,7 @@ class JdbcSinkTask(SinkTask):
             rows = df.join(F.broadcast(keys), condition).drop("__bp", "__bo").toArrow()
         rows = rows.sort_by([("__partition", "ascending"), ("__offset", "ascending")])
         rows = rows.set_column(  # where it was read (a router may have renamed it)
-            rows.column_names.index("__topic"), "__topic", pa_strings([topic] * rows.num_rows)
+            rows.column_names.index("__topic"), "__topic", pa.array([topic] * rows.num_rows, pa.string())
         )
         found = list(zip(rows.column("__partition").to_pylist(), rows.column("__offset").to_pylist(), strict=True))
         self.context.errant.report(
@@ -458,12 +459,6 @@ def _key_fields(topic: str, df: DataFrame, wanted: list[str]) -> list[str]:
     if missing:
         raise ConfigError(f"`pk.fields` {missing} are not fields of the records' key ({', '.join(have)})")
     return wanted or have
-
-
-def pa_strings(values: list[str]) -> Any:
-    import pyarrow as pa
-
-    return pa.array(values, pa.string())
 
 
 def _picker(index: Mapping[tuple[int, int], Any]) -> Any:

@@ -108,11 +108,11 @@ def _option_key(plugin: TransformPlugin, field: str) -> str:
 def _steps(config: Mapping[str, Any], registry: PluginRegistry) -> tuple[list[Step], dict[str, list[str]]]:
     errors: dict[str, list[str]] = {}
     predicates: dict[str, Any] = {}
-    for alias in _aliases(config, "predicates", errors):
+    declared = _aliases(config, "predicates", errors)
+    for alias in declared:
         found = _instance(config, registry, "predicates", alias, errors, predicate=True)
         if found is not None:
             predicates[alias] = found
-    declared = set(_aliases(config, "predicates", {}))
     steps: list[Step] = []
     for alias in _aliases(config, "transforms", errors):
         transform = _instance(config, registry, "transforms", alias, errors, predicate=False)

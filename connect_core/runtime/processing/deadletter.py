@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_core.runtime.processing.records import arrow_headers_type
 from connect_core.runtime.security import mask_text
 from connect_core.sdk.errors import DataError
 from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ErrantRecordReporter, ErrantRecords
@@ -99,20 +100,19 @@ class DeadLetters(ErrantRecordReporter):
         import pyarrow as pa
 
         rows = errant.rows
-        origin = {name: rows.column(name).to_pylist() for name in (TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
-                  if name in rows.column_names}  # fmt: skip
-        rows = rows.drop_columns([c for c in (TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN) if c in rows.column_names])
+        n = rows.num_rows
+        where = (TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
+        origin = {c: rows.column(c).to_pylist() if c in rows.column_names else [None] * n for c in where}
+        rows = rows.drop_columns([c for c in where if c in rows.column_names])
         if not self.settings.context_headers:
             return rows
-        existing = (
-            rows.column(HEADERS_COLUMN).to_pylist() if HEADERS_COLUMN in rows.column_names else [None] * rows.num_rows
-        )
+        existing = rows.column(HEADERS_COLUMN).to_pylist() if HEADERS_COLUMN in rows.column_names else [None] * n
         headers = []
-        for i in range(rows.num_rows):
+        for i in range(n):
             context = {
-                "topic": origin.get(TOPIC_COLUMN, [None] * rows.num_rows)[i],
-                "partition": origin.get(PARTITION_COLUMN, [None] * rows.num_rows)[i],
-                "offset": origin.get(OFFSET_COLUMN, [None] * rows.num_rows)[i],
+                "topic": origin[TOPIC_COLUMN][i],
+                "partition": origin[PARTITION_COLUMN][i],
+                "offset": origin[OFFSET_COLUMN][i],
                 "connector.name": self._connector,
                 "task.id": self._task_id,
                 "stage": errant.stage,
@@ -122,8 +122,7 @@ class DeadLetters(ErrantRecordReporter):
             }
             added = [{"key": HEADER_PREFIX + k, "value": str(v)} for k, v in context.items() if v is not None]
             headers.append([*(existing[i] or []), *added])
-        kind = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
-        column = pa.array(headers, kind)
+        column = pa.array(headers, arrow_headers_type())
         if HEADERS_COLUMN in rows.column_names:
             return rows.set_column(rows.column_names.index(HEADERS_COLUMN), HEADERS_COLUMN, column)
         return rows.append_column(HEADERS_COLUMN, column)
