@@ -54,6 +54,23 @@ class Database:
 
 @pytest.fixture
 def mariadb() -> Iterator[Database]:
+    """A fresh MariaDB database (as a JDBC source, mostly)."""
+    yield from _mariadb_database()
+
+
+@pytest.fixture
+def mariadb_target() -> Iterator[Database]:
+    """Another fresh MariaDB database, as the JDBC sink's target."""
+    yield from _mariadb_database()
+
+
+@pytest.fixture(params=["postgresql", "mariadb"])
+def sink_target(request: pytest.FixtureRequest) -> Database:
+    """The JDBC sink's target: a fresh PostgreSQL, then a fresh MariaDB database."""
+    return request.getfixturevalue("target" if request.param == "postgresql" else "mariadb_target")
+
+
+def _mariadb_database() -> Iterator[Database]:
     name = f"connect_test_{uuid.uuid4().hex[:10]}"
     try:
         admin = pymysql.connect(**MARIADB, autocommit=True)

@@ -1,4 +1,4 @@
-"""Poison rows through the JDBC sink into a real PostgreSQL: `errors.tolerance=none` fails the run
+"""Poison rows through the JDBC sink into a real PostgreSQL and a real MariaDB: `errors.tolerance=none` fails the run
 and commits nothing; `all` lands every good row and puts exactly the bad ones in the dead-letter
 topic, with Kafka's error-context headers, where any sink can read them."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import TaskRunner
-from tests.connectors.jdbc_helpers import Database, mariadb, target  # noqa: F401  (fixtures)
+from tests.connectors.jdbc_helpers import Database, mariadb, mariadb_target, sink_target, target  # noqa: F401  (fixtures)
 
 #: id 3: NULL into NOT NULL; 4: too long for varchar(5); 5: no integer; 8: a key already in the target.
 SOURCE_ROWS = (
@@ -51,15 +51,16 @@ def test_tolerance_none_fails_with_the_cause_and_commits_nothing(
     runtime: Runtime,
     runner: TaskRunner,
     mariadb: Database,  # noqa: F811
-    target: Database,  # noqa: F811
+    sink_target: Database,  # noqa: F811
 ) -> None:
-    _setup(runtime, mariadb, target)
+    _setup(runtime, mariadb, sink_target)
     assert runner.run("src", 0).state == "SUCCEEDED"
     result = runner.run("sink", 0)
     assert (result.state, result.error_kind) == ("FAILED", "data")  # no Airflow retry: it would fail the same
     assert "a record of topic `items` could not be written" in result.message
-    assert any(cause in result.message for cause in ("value too long", "invalid input syntax", "null value"))
-    assert target.rows("SELECT id FROM items ORDER BY id") == [(8,)]
+    causes = ("value too long", "invalid input syntax", "null value", "Data too long", "cannot be null", "Incorrect")
+    assert any(cause in result.message for cause in causes), result.message
+    assert sink_target.rows("SELECT id FROM items ORDER BY id") == [(8,)]
     assert runtime.connectors.sink_offsets("sink") == {}
 
 
@@ -67,13 +68,13 @@ def test_tolerance_all_lands_the_good_rows_and_dead_letters_exactly_the_bad(
     runtime: Runtime,
     runner: TaskRunner,
     mariadb: Database,  # noqa: F811
-    target: Database,  # noqa: F811
+    sink_target: Database,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     _setup(
         runtime,
         mariadb,
-        target,
+        sink_target,
         **{
             "errors.tolerance": "all",
             "errors.deadletterqueue.topic.name": "items-dlq",
@@ -85,7 +86,7 @@ def test_tolerance_all_lands_the_good_rows_and_dead_letters_exactly_the_bad(
     result = runner.run("sink", 0)
     assert result.state == "SUCCEEDED", result.message
     assert result.counts == {"failed": 4, "skipped": 4, "dead_lettered": 4}
-    assert target.rows("SELECT id, name, qty FROM items ORDER BY id") == [
+    assert sink_target.rows("SELECT id, name, qty FROM items ORDER BY id") == [
         (1, "ok", 10),
         (2, "fine", 20),
         (6, "good", 60),
@@ -108,10 +109,18 @@ def test_tolerance_all_lands_the_good_rows_and_dead_letters_exactly_the_bad(
     # with Kafka's context headers: where each came from and why
     headers = _dead_letter_headers(runtime)
     by_id = {h["id"]: h for h in headers}
-    assert by_id[3]["__connect.errors.exception.class.name"] == "psycopg2.errors.NotNullViolation"
-    assert "value too long" in by_id[4]["__connect.errors.exception.message"]
-    assert "invalid input syntax for type integer" in by_id[5]["__connect.errors.exception.message"]
-    assert "duplicate key" in by_id[8]["__connect.errors.exception.message"]
+    message = {i: h["__connect.errors.exception.message"] for i, h in by_id.items()}
+    if sink_target.kind == "postgresql":
+        assert by_id[3]["__connect.errors.exception.class.name"] == "psycopg2.errors.NotNullViolation"
+        assert "value too long" in message[4]
+        assert "invalid input syntax for type integer" in message[5]
+        assert "duplicate key" in message[8]
+    else:
+        assert by_id[3]["__connect.errors.exception.class.name"] == "pymysql.err.IntegrityError"
+        assert message[3] == "Column 'name' cannot be null"
+        assert message[4] == "Data too long for column 'name'"
+        assert "Incorrect integer value: 'abc' for column" in message[5]
+        assert message[8] == "Duplicate entry for key 'PRIMARY'"
     for h in headers:
         assert h["__connect.errors.topic"] == "items"
         assert h["__connect.errors.connector.name"] == "sink"
@@ -142,17 +151,17 @@ def test_upsert_into_an_empty_table_copies_straight_in_and_sets_the_bad_rows_asi
     runtime: Runtime,
     runner: TaskRunner,
     mariadb: Database,  # noqa: F811
-    target: Database,  # noqa: F811
+    sink_target: Database,  # noqa: F811
 ) -> None:
     _setup(
         runtime,
         mariadb,
-        target,
+        sink_target,
         **{"insert.mode": "upsert", "pk.mode": "record_value", "pk.fields": "id", "errors.tolerance": "all"},
     )
-    target.execute("DELETE FROM items")  # empty: the COPY goes straight into the table
+    sink_target.execute("DELETE FROM items")  # empty: the COPY goes straight into the table
     assert runner.run("src", 0).state == "SUCCEEDED"
     result = runner.run("sink", 0)
     assert (result.state, result.counts) == ("SUCCEEDED", {"failed": 3, "skipped": 3}), result.message
-    assert [r[0] for r in target.rows("SELECT id FROM items ORDER BY id")] == [1, 2, 6, 7, 8]
+    assert [r[0] for r in sink_target.rows("SELECT id FROM items ORDER BY id")] == [1, 2, 6, 7, 8]
     assert runner.run("sink", 0).rows == 0

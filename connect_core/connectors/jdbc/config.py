@@ -145,8 +145,10 @@ class JdbcSinkConfig(SinkConnectorConfig, JdbcConnectionConfig):
 
     @model_validator(mode="after")
     def _keys(self) -> JdbcSinkConfig:
-        if dialect_for(self.connection_url).name != "postgresql":
-            raise ValueError("the JDBC sink writes to PostgreSQL (jdbc:postgresql://…) only, for now")
+        if dialect_for(self.connection_url).name == "generic":
+            raise ValueError(
+                "the JDBC sink writes to PostgreSQL (jdbc:postgresql://…) and MariaDB/MySQL (jdbc:mariadb://…)"
+            )
         if self.insert_mode in ("upsert", "update") and self.pk_mode == "none":
             raise ValueError(f"insert.mode `{self.insert_mode}` needs a key: set `pk.mode`")
         if self.pk_mode == "record_value" and not self.pk_fields:

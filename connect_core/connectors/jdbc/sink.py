@@ -16,9 +16,21 @@ import hashlib
 import itertools
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from connect_core.connectors.jdbc import _pgcopy, _tolerant
+from connect_core.connectors.jdbc import _pgcopy, _staging, _tolerant
+from connect_core.connectors.jdbc._mariadb_target import MariaDbTarget
+from connect_core.connectors.jdbc._mariadb_target import alter_offsets as mariadb_alter_offsets
+from connect_core.connectors.jdbc._staging import (
+    STAGE_OFFSET,
+    STAGE_PARTITION,
+    ArrowStaged,
+    Layout,
+    copier,
+    run_copy,
+    stager,
+    where_text,
+)
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import postgres_type
@@ -33,26 +45,31 @@ if TYPE_CHECKING:
 __all__ = ["JdbcSinkConnector", "JdbcSinkTask"]
 
 OFFSETS_TABLE = "connect_sink_offsets"
-KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
-_P, _O = "__connect_stage_partition", "__connect_stage_offset"
+_P, _O = STAGE_PARTITION, STAGE_OFFSET
 
 
 class JdbcSinkTask(SinkTask):
     def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> Mapping[str, Any] | None:
         self.cfg = JdbcSinkConfig.model_validate(self.config)
         dialect = dialect_for(self.cfg.connection_url)
-        self.dsn = dialect.libpq_dsn(self.cfg.connection_user, self.cfg.connection_password)
         self.host = dialect.host
         self.stage = (
             "connect_stage_" + hashlib.md5(f"{self.context.connector}/{self.context.task_id}".encode()).hexdigest()[:16]
         )
+        tolerant = self.context.errant is not None
+        self.mariadb = None
+        if dialect.name == "mariadb":
+            self.mariadb = MariaDbTarget(self.cfg, self.context.connector, self.stage, self.log)
+            self.applied = self.mariadb.open(committed, tolerant)
+            return None
+        self.dsn = dialect.libpq_dsn(self.cfg.connection_user, self.cfg.connection_password)
         with self._connect() as conn, conn.cursor() as cur:
             cur.execute(
                 f"CREATE TABLE IF NOT EXISTS {OFFSETS_TABLE} (connector text, topic text, partition int, "
                 "next_offset bigint NOT NULL, PRIMARY KEY (connector, topic, partition))"
             )
             cur.execute(f"DROP TABLE IF EXISTS {self.stage}")  # left by a run that died mid-COPY
-            if self.context.errant is not None:
+            if tolerant:
                 _tolerant.open_errors(cur, self.context.connector, committed)
             cur.execute(
                 f"SELECT topic, partition, next_offset FROM {OFFSETS_TABLE} WHERE connector = %s",
@@ -77,13 +94,21 @@ class JdbcSinkTask(SinkTask):
             keep = fresh[0]
             for cond in fresh[1:]:
                 keep = keep | cond
-            df = batch.topic(topic).filter(keep)
+            read, records = batch.topic(topic), batch.arrow(topic)
             applied = {tp.partition: self.applied.get(tp, 0) for tp in batch.partitions if tp.topic == topic}
-            target = batch.destination(topic)  # the topic's records' name after the transforms (routers)
+            # the topic's records' name after the transforms (routers) picks the table
+            layout = _staging.layout(topic, read.filter(keep), self.cfg, batch.destination(topic))
             if self.context.errant is not None:
-                self._report_again(topic, batch.topic(topic), applied, batch.arrow(topic))
+                self._report_again(topic, read, applied, records)
+            if self.mariadb is not None:
+                staged = self.mariadb.staged(layout, records, applied)
+                copied, bad = self.mariadb.write(topic, layout, staged, self.context.errant is not None)
+                if bad:
+                    self._report(topic, read, bad, records)
+                written += copied
+                continue
             try:
-                written += self._write_topic(topic, df, batch.arrow(topic), applied, target)
+                written += self._write_topic(topic, layout, records, applied, read)
             except Exception as exc:
                 refused = _tolerant.refused_record(exc)
                 if refused is None:
@@ -97,8 +122,11 @@ class JdbcSinkTask(SinkTask):
     def _report_again(self, topic: str, df: DataFrame, applied: dict[int, int], records: ArrowRecords | None) -> None:
         """Rows an earlier run set aside and wrote past in the target, whose run did not commit:
         the runtime has not dead-lettered them, so they are reported again."""
-        with self._connect() as conn, conn.cursor() as cur:
-            earlier = _tolerant.set_aside(cur, self.context.connector, topic, applied)
+        if self.mariadb is not None:
+            earlier = self.mariadb.set_aside(topic, applied)
+        else:
+            with self._connect() as conn, conn.cursor() as cur:
+                earlier = _tolerant.set_aside(cur, self.context.connector, topic, applied)
         if earlier:
             self._report(topic, df, earlier, records)
 
@@ -128,34 +156,14 @@ class JdbcSinkTask(SinkTask):
         )
 
     def _write_topic(
-        self, topic: str, df: DataFrame, records: ArrowRecords | None, applied: dict[int, int], target: str
+        self, topic: str, layout: Layout, records: ArrowRecords | None, applied: dict[int, int], read: DataFrame
     ) -> int:
+        from psycopg2 import sql
         from pyspark.sql import functions as F
         from pyspark.sql.types import BinaryType
 
         cfg = self.cfg
-        table = _table_ident(cfg.table_name_format.replace("${topic}", target))
-        values = [f for f in df.schema.fields if not f.name.startswith("__")]
-        from_key = []
-        if cfg.pk_mode == "record_key":
-            key_fields = _key_fields(topic, df, list(cfg.pk_fields))
-            from_key = [k for k in key_fields if k not in {f.name for f in values}]
-            df = df.withColumns({k: F.col("__key").getField(k) for k in from_key})
-            values += [df.schema[k] for k in from_key]
-        if cfg.pk_mode == "kafka":
-            df = df.withColumns(
-                {KAFKA_PK[0]: F.col("__topic"), KAFKA_PK[1]: F.col("__partition"), KAFKA_PK[2]: F.col("__offset")}
-            )
-        columns = [f.name for f in values] + (list(KAFKA_PK) if cfg.pk_mode == "kafka" else [])
-        if cfg.pk_mode == "kafka":
-            keys = list(KAFKA_PK)
-        elif cfg.pk_mode == "record_key":
-            keys = _key_fields(topic, df, list(cfg.pk_fields))
-        else:
-            keys = list(cfg.pk_fields)
-        missing = [k for k in keys if k not in columns]
-        if missing:
-            raise ConfigError(f"topic `{topic}` has no column(s) {missing} for `pk.fields`", {"pk.fields": missing})
+        table, df, columns, keys = sql.Identifier(*layout.table), layout.df, layout.columns, layout.keys
         self._ensure_table(table, df, columns, keys)
         tolerant = self.context.errant is not None
         # Tolerating bad rows needs COPY's CSV path: its errors name the line (see `_tolerant`).
@@ -175,14 +183,14 @@ class JdbcSinkTask(SinkTask):
         if records is not None and (plan is not None or (tolerant and not binary_columns)):
             # COPY of the topic's files as pyarrow reads them (binary; CSV when tolerating bad rows,
             # unless BYTEA needs Spark's hex text): no JVM between file and database.
-            staged = _ArrowStaged(records, _stager(columns, cfg.pk_mode == "kafka", applied, from_key))
+            staged = ArrowStaged(records, stager(columns, cfg.pk_mode == "kafka", applied, layout.from_key))
         if tolerant:
             done = None
             if cfg.insert_mode == "upsert" and self._is_empty(table):
                 done = self._copy_direct_tolerant(topic, table, staged, columns)
             copied, bad = done or self._copy_and_merge_tolerant(topic, table, staged, columns, keys)
             if bad:
-                self._report(topic, df, bad, records)
+                self._report(topic, read, bad, records)
             return copied
         if cfg.insert_mode == "upsert" and self._is_empty(table):
             direct = self._copy_direct(topic, table, staged, columns, plan)
@@ -217,7 +225,7 @@ class JdbcSinkTask(SinkTask):
             return bool(cur.fetchone()[0])
 
     def _copy_direct(
-        self, topic: str, table: Any, staged: DataFrame | _ArrowStaged, columns: list[str], plan: dict[str, str] | None
+        self, topic: str, table: Any, staged: DataFrame | ArrowStaged, columns: list[str], plan: dict[str, str] | None
     ) -> int | None:
         """An upsert into an empty table: every Spark partition COPYs straight into it, in its own
         transaction; then one transaction records the offsets. Nothing to merge with, so no staging.
@@ -230,7 +238,7 @@ class JdbcSinkTask(SinkTask):
         writer = self._writer(table, columns, plan)
         started = time.monotonic()
         try:
-            reached = _run_copy(staged, _copier(writer, len(columns)))
+            reached = run_copy(staged, copier(writer, len(columns)))
         except Exception as exc:
             self.log.warning("%s: COPY into the empty table failed (%s); merging the batch instead", topic, exc)
             return None
@@ -242,13 +250,13 @@ class JdbcSinkTask(SinkTask):
             topic,
             copied,
             "binary" if plan else "csv",
-            _where(staged),
+            where_text(staged),
             time.monotonic() - started,
         )
         return copied
 
     def _copy_direct_tolerant(
-        self, topic: str, table: Any, staged: DataFrame | _ArrowStaged, columns: list[str]
+        self, topic: str, table: Any, staged: DataFrame | ArrowStaged, columns: list[str]
     ) -> tuple[int, list[tuple[Any, ...]]] | None:
         """`_copy_direct` setting bad rows aside: the target's own constraints refuse them, each COPY
         error names its line (see `_tolerant`). A key twice in the batch is no bad row: then, as
@@ -262,11 +270,11 @@ class JdbcSinkTask(SinkTask):
                 .format(table, sql.SQL(", ").join(map(sql.Identifier, columns)))
                 .as_string(conn)
             )
-        copier = _tolerant.tolerant_copier(
+        copy_tolerantly = _tolerant.tolerant_copier(
             self.dsn, _pgcopy.SESSION, copy_sql, len(columns) + 2, len(columns), unique_is_bad=False
         )
         try:
-            found = _run_copy(staged, copier, _tolerant.BAD_SCHEMA)
+            found = run_copy(staged, copy_tolerantly, _tolerant.BAD_SCHEMA)
         except Exception as exc:
             if not isinstance(exc, psycopg2.errors.UniqueViolation) and "UniqueViolation" not in str(exc):
                 raise
@@ -302,7 +310,7 @@ class JdbcSinkTask(SinkTask):
         self,
         topic: str,
         table: Any,
-        staged: DataFrame | _ArrowStaged,
+        staged: DataFrame | ArrowStaged,
         columns: list[str],
         keys: list[str],
         plan: dict[str, str] | None,
@@ -317,7 +325,7 @@ class JdbcSinkTask(SinkTask):
         stage_plan = None if plan is None else {**plan, _P: "integer", _O: "bigint"}
         writer = self._writer(self.stage, [*columns, _P, _O], stage_plan)
         started = time.monotonic()
-        reached = _run_copy(staged, _copier(writer, len(columns) + 2))
+        reached = run_copy(staged, copier(writer, len(columns) + 2))
         copied = sum(r["n"] for r in reached)
         copy_s = time.monotonic() - started
         _faults.checkpoint("mid_sink")  # staged in the target database, not merged
@@ -330,14 +338,14 @@ class JdbcSinkTask(SinkTask):
             topic,
             copied,
             "binary" if plan else "csv",
-            _where(staged),
+            where_text(staged),
             copy_s,
             time.monotonic() - started - copy_s,
         )
         return copied
 
     def _copy_and_merge_tolerant(
-        self, topic: str, table: Any, staged: DataFrame | _ArrowStaged, columns: list[str], keys: list[str]
+        self, topic: str, table: Any, staged: DataFrame | ArrowStaged, columns: list[str], keys: list[str]
     ) -> tuple[int, list[tuple[Any, ...]]]:
         """`_copy_and_merge` setting bad rows aside (see `_tolerant`): (rows written, bad rows)."""
         import psycopg2
@@ -351,8 +359,10 @@ class JdbcSinkTask(SinkTask):
                 .format(ident(self.stage), sql.SQL(", ").join(map(ident, [*columns, _P, _O])))
                 .as_string(conn)
             )
-        copier = _tolerant.tolerant_copier(self.dsn, _pgcopy.SESSION, copy_sql, len(columns) + 2, len(columns) + 2)
-        found = _run_copy(staged, copier, _tolerant.BAD_SCHEMA)
+        copy_tolerantly = _tolerant.tolerant_copier(
+            self.dsn, _pgcopy.SESSION, copy_sql, len(columns) + 2, len(columns) + 2
+        )
+        found = run_copy(staged, copy_tolerantly, _tolerant.BAD_SCHEMA)
         reached = [r for r in found if r["p"] is not None]
         bad = [(r["bp"], r["bo"], r["cls"], r["msg"]) for r in found if r["bp"] is not None]
         staged_rows = sum(r["n"] for r in reached)  # the good rows COPYed
@@ -441,24 +451,6 @@ class JdbcSinkTask(SinkTask):
                 cur.execute(
                     sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(table, sql.Identifier(c), sql.SQL(wanted[c]))
                 )
-
-
-def _key_fields(topic: str, df: DataFrame, wanted: list[str]) -> list[str]:
-    """`pk.mode=record_key`: the key's fields (or the `wanted` ones among them)."""
-    from pyspark.sql.types import StructType
-
-    kind = df.schema["__key"].dataType if "__key" in df.columns else None
-    if not isinstance(kind, StructType):
-        raise ConfigError(
-            f"`pk.mode` record_key: the records of topic `{topic}` have no struct key (a source sets one, or the "
-            "ValueToKey transform)",
-            {"pk.mode": ["the records have no struct key"]},
-        )
-    have = kind.fieldNames()
-    missing = [k for k in wanted if k not in have]
-    if missing:
-        raise ConfigError(f"`pk.fields` {missing} are not fields of the records' key ({', '.join(have)})")
-    return wanted or have
 
 
 def _picker(index: Mapping[tuple[int, int], Any]) -> Any:
@@ -550,85 +542,6 @@ def _merge(
     )
 
 
-_COPIED = "p int, o long, n long"
-
-
-class _ArrowStaged(NamedTuple):
-    """The staged rows of the Arrow path: the topic's records, and the `_stager` over them."""
-
-    records: ArrowRecords
-    stage: Any
-
-
-def _where(staged: DataFrame | _ArrowStaged) -> str:
-    if isinstance(staged, _ArrowStaged) and staged.records.in_driver:
-        return "from the driver"
-    return "from Spark's workers"
-
-
-def _run_copy(staged: DataFrame | _ArrowStaged, copy: Any, schema: str = _COPIED) -> list[dict[str, Any]]:
-    """`copy` (a `_copier`) over every partition of the staged rows, what each reports collected:
-    in the Spark workers, or in the driver when the topic's records are small (`in_driver`)."""
-    if isinstance(staged, _ArrowStaged):
-        stage = staged.stage
-        return staged.records.collect_mapped(lambda batches: copy(stage(batches)), schema)
-    return [r.asDict() for r in staged.mapInArrow(copy, schema).collect()]
-
-
-def _stager(columns: list[str], kafka: bool, applied: dict[int, int], from_key: list[str] | None = None) -> Any:
-    """Topic batches → the staged layout (`columns`, partition, offset), rows already applied dropped;
-    the columns in `from_key` are fields of the record's key."""
-    keyed_columns = set(from_key or ())
-    source = {KAFKA_PK[0]: "__topic", KAFKA_PK[1]: "__partition", KAFKA_PK[2]: "__offset"} if kafka else {}
-
-    def stage(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        for batch in batches:
-            partition, offset = batch.column("__partition"), batch.column("__offset")
-            old = None
-            for p, below in applied.items():
-                if below:
-                    cond = pc.and_(pc.equal(partition, p), pc.less(offset, below))
-                    old = cond if old is None else pc.or_(old, cond)
-            if old is not None:
-                batch = batch.filter(pc.invert(old))
-            arrays = [
-                batch.column("__key").field(c) if c in keyed_columns else batch.column(source.get(c, c))
-                for c in columns
-            ]
-            yield pa.RecordBatch.from_arrays(
-                [*arrays, batch.column("__partition"), batch.column("__offset")], names=[*columns, _P, _O]
-            )
-
-    return stage
-
-
-def _copier(write: Any, width: int) -> Any:
-    """The function every Spark partition runs: the first `width` columns of its Arrow batches go
-    to `write` (one COPY); yields, per topic partition it saw, the largest offset and the row count."""
-
-    def copy(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        seen: dict[int, tuple[int, int]] = {}
-
-        def rows() -> Iterator[Any]:
-            for batch in batches:
-                if batch.num_rows:
-                    _note_offsets(batch, seen)
-                    yield batch.select(list(range(width)))
-
-        write(rows())
-        yield pa.RecordBatch.from_pydict(
-            {"p": list(seen), "o": [o for o, _ in seen.values()], "n": [n for _, n in seen.values()]},
-            schema=pa.schema([("p", pa.int32()), ("o", pa.int64()), ("n", pa.int64())]),
-        )
-
-    return copy
-
-
 def _csv_writer(dsn: dict[str, str], copy_sql: str) -> Any:
     def write(batches: Iterator[Any]) -> None:
         import psycopg2
@@ -715,17 +628,6 @@ def _adbc_writer(dsn: dict[str, str], table: tuple[str, ...], plan: dict[str, st
     return write
 
 
-def _note_offsets(batch: Any, seen: dict[int, tuple[int, int]]) -> None:
-    import pyarrow as pa
-
-    grouped = pa.Table.from_batches([batch]).group_by(_P).aggregate([(_O, "max"), (_O, "count")])
-    for p, o, n in zip(
-        grouped[_P].to_pylist(), grouped[f"{_O}_max"].to_pylist(), grouped[f"{_O}_count"].to_pylist(), strict=True
-    ):
-        old_o, old_n = seen.get(p, (-1, 0))
-        seen[p] = (max(old_o, o), old_n + n)
-
-
 class _CsvStream:
     """A file-like `read()` over Arrow batches written as CSV by pyarrow, one batch per call.
 
@@ -766,6 +668,9 @@ class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):
         import psycopg2
 
         dialect = dialect_for(config.connection_url)
+        if dialect.name == "mariadb":
+            mariadb_alter_offsets(config, name, offsets)
+            return
         conn = psycopg2.connect(**dialect.libpq_dsn(config.connection_user, config.connection_password))
         try:
             with conn, conn.cursor() as cur:

@@ -27,7 +27,7 @@ from typing import Any
 
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["postgres_type"]
+__all__ = ["mariadb_type", "postgres_type"]
 
 # Source types kept as they are when the target is PostgreSQL (from a PostgreSQL source, or TIME).
 _KEEP = {
@@ -74,4 +74,43 @@ def postgres_type(field: Any) -> str:
     raise ConfigError(
         f"column `{field.name}` has type {field.dataType.simpleString()}, which the JDBC sink cannot map "
         "to a PostgreSQL column"
+    )
+
+
+# MariaDB/MySQL: a string or binary key column needs a bounded type (an index has a length limit).
+_MARIADB_BY_SPARK = {
+    "byte": "TINYINT",
+    "short": "SMALLINT",
+    "integer": "INT",
+    "long": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "string": "LONGTEXT",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "timestamp_ntz": "DATETIME(6)",
+    "timestamp": "DATETIME(6)",  # UTC (the sink's session time zone); TIMESTAMP would stop at 2038
+    "binary": "LONGBLOB",
+}
+_MARIADB_KEYS = {"string": "VARCHAR(255)", "binary": "VARBINARY(255)"}
+_MARIADB_KEEP = {"json": "JSON", "jsonb": "JSON", "time": "TIME(6)", "time without time zone": "TIME(6)"}
+
+
+def mariadb_type(field: Any, *, key: bool = False) -> str:
+    """The MariaDB/MySQL column type for a Spark `StructField` of a topic (`key`: in the primary key)."""
+    spark = field.dataType.typeName()
+    if key and spark in _MARIADB_KEYS:
+        return _MARIADB_KEYS[spark]
+    source = str(field.metadata.get("connect.sql.type", "")).lower()
+    if source in _MARIADB_KEEP and spark == "string":
+        return _MARIADB_KEEP[source]
+    if spark == "decimal":
+        if field.dataType.precision > 65:
+            raise ConfigError(f"column `{field.name}`: DECIMAL({field.dataType.precision}) exceeds MariaDB's 65 digits")
+        return f"DECIMAL({field.dataType.precision},{field.dataType.scale})"
+    if spark in _MARIADB_BY_SPARK:
+        return _MARIADB_BY_SPARK[spark]
+    raise ConfigError(
+        f"column `{field.name}` has type {field.dataType.simpleString()}, which the JDBC sink cannot map "
+        "to a MariaDB column"
     )

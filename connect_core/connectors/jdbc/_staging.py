@@ -1,0 +1,181 @@
+"""The JDBC sink's staged layout, shared by its targets: a topic's rows as (columns…, partition,
+offset), written by a target's writer from every Spark partition in parallel (or from the driver
+when the topic's records are small), each partition reporting the offsets it reached."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from connect_core.connectors.jdbc.dialect import parse_identifier
+from connect_core.sdk import ArrowRecords
+from connect_core.sdk.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from connect_core.connectors.jdbc.config import JdbcSinkConfig
+
+__all__ = [
+    "COPIED",
+    "KAFKA_PK",
+    "STAGE_OFFSET",
+    "STAGE_PARTITION",
+    "ArrowStaged",
+    "Layout",
+    "copier",
+    "key_fields",
+    "layout",
+    "run_copy",
+    "stager",
+    "where_text",
+]
+
+KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
+STAGE_PARTITION, STAGE_OFFSET = "__connect_stage_partition", "__connect_stage_offset"
+_P, _O = STAGE_PARTITION, STAGE_OFFSET
+
+
+COPIED = "p int, o long, n long"
+
+
+class ArrowStaged(NamedTuple):
+    """The staged rows of the Arrow path: the topic's records, and the `_stager` over them."""
+
+    records: ArrowRecords
+    stage: Any
+
+
+def where_text(staged: DataFrame | ArrowStaged) -> str:
+    if isinstance(staged, ArrowStaged) and staged.records.in_driver:
+        return "from the driver"
+    return "from Spark's workers"
+
+
+def run_copy(staged: DataFrame | ArrowStaged, copy: Any, schema: str = COPIED) -> list[dict[str, Any]]:
+    """`copy` (a `_copier`) over every partition of the staged rows, what each reports collected:
+    in the Spark workers, or in the driver when the topic's records are small (`in_driver`)."""
+    if isinstance(staged, ArrowStaged):
+        stage = staged.stage
+        return staged.records.collect_mapped(lambda batches: copy(stage(batches)), schema)
+    return [r.asDict() for r in staged.mapInArrow(copy, schema).collect()]
+
+
+def stager(columns: list[str], kafka: bool, applied: dict[int, int], from_key: list[str] | None = None) -> Any:
+    """Topic batches → the staged layout (`columns`, partition, offset), rows already applied dropped;
+    the columns in `from_key` are fields of the record's key."""
+    keyed_columns = set(from_key or ())
+    source = {KAFKA_PK[0]: "__topic", KAFKA_PK[1]: "__partition", KAFKA_PK[2]: "__offset"} if kafka else {}
+
+    def stage(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            partition, offset = batch.column("__partition"), batch.column("__offset")
+            old = None
+            for p, below in applied.items():
+                if below:
+                    cond = pc.and_(pc.equal(partition, p), pc.less(offset, below))
+                    old = cond if old is None else pc.or_(old, cond)
+            if old is not None:
+                batch = batch.filter(pc.invert(old))
+            arrays = [
+                batch.column("__key").field(c) if c in keyed_columns else batch.column(source.get(c, c))
+                for c in columns
+            ]
+            yield pa.RecordBatch.from_arrays(
+                [*arrays, batch.column("__partition"), batch.column("__offset")], names=[*columns, _P, _O]
+            )
+
+    return stage
+
+
+def copier(write: Any, width: int) -> Any:
+    """The function every Spark partition runs: the first `width` columns of its Arrow batches go
+    to `write` (one COPY); yields, per topic partition it saw, the largest offset and the row count."""
+
+    def copy(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        seen: dict[int, tuple[int, int]] = {}
+
+        def rows() -> Iterator[Any]:
+            for batch in batches:
+                if batch.num_rows:
+                    note_offsets(batch, seen)
+                    yield batch.select(list(range(width)))
+
+        write(rows())
+        yield pa.RecordBatch.from_pydict(
+            {"p": list(seen), "o": [o for o, _ in seen.values()], "n": [n for _, n in seen.values()]},
+            schema=pa.schema([("p", pa.int32()), ("o", pa.int64()), ("n", pa.int64())]),
+        )
+
+    return copy
+
+
+def note_offsets(batch: Any, seen: dict[int, tuple[int, int]]) -> None:
+    import pyarrow as pa
+
+    grouped = pa.Table.from_batches([batch]).group_by(_P).aggregate([(_O, "max"), (_O, "count")])
+    for p, o, n in zip(
+        grouped[_P].to_pylist(), grouped[f"{_O}_max"].to_pylist(), grouped[f"{_O}_count"].to_pylist(), strict=True
+    ):
+        old_o, old_n = seen.get(p, (-1, 0))
+        seen[p] = (max(old_o, o), old_n + n)
+
+
+class Layout(NamedTuple):
+    """Where and how a topic's rows go: the target table, the rows (with the key's fields and
+    Kafka's coordinates as columns where the config asks), the columns written and the key."""
+
+    table: tuple[str, ...]
+    df: DataFrame
+    columns: list[str]
+    keys: list[str]
+    from_key: list[str]
+
+
+def layout(topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str) -> Layout:
+    """The layout of `topic`'s rows, whose records now name the topic `target` (after routers)."""
+    from pyspark.sql import functions as F
+
+    table = parse_identifier(cfg.table_name_format.replace("${topic}", target), "table")
+    values = [f.name for f in df.schema.fields if not f.name.startswith("__")]
+    from_key: list[str] = []
+    if cfg.pk_mode == "record_key":
+        keys = key_fields(topic, df, list(cfg.pk_fields))
+        from_key = [k for k in keys if k not in values]
+        df = df.withColumns({k: F.col("__key").getField(k) for k in from_key})
+        values += from_key
+    elif cfg.pk_mode == "kafka":
+        df = df.withColumns(
+            {KAFKA_PK[0]: F.col("__topic"), KAFKA_PK[1]: F.col("__partition"), KAFKA_PK[2]: F.col("__offset")}
+        )
+        values += list(KAFKA_PK)
+        keys = list(KAFKA_PK)
+    else:
+        keys = list(cfg.pk_fields)
+    missing = [k for k in keys if k not in values]
+    if missing:
+        raise ConfigError(f"topic `{topic}` has no column(s) {missing} for `pk.fields`", {"pk.fields": missing})
+    return Layout(table, df, values, keys, from_key)
+
+
+def key_fields(topic: str, df: DataFrame, wanted: list[str]) -> list[str]:
+    """`pk.mode=record_key`: the key's fields (or the `wanted` ones among them)."""
+    from pyspark.sql.types import StructType
+
+    kind = df.schema["__key"].dataType if "__key" in df.columns else None
+    if not isinstance(kind, StructType):
+        raise ConfigError(
+            f"`pk.mode` record_key: the records of topic `{topic}` have no struct key (a source sets one, or the "
+            "ValueToKey transform)",
+            {"pk.mode": ["the records have no struct key"]},
+        )
+    have = kind.fieldNames()
+    missing = [k for k in wanted if k not in have]
+    if missing:
+        raise ConfigError(f"`pk.fields` {missing} are not fields of the records' key ({', '.join(have)})")
+    return wanted or have
