@@ -504,5 +504,7 @@ def _status_dict(st: ConnectorStatus) -> dict[str, Any]:
         task: dict[str, Any] = {"id": t.id, "state": t.state, "worker_id": t.worker_id or WORKER_ID}
         if t.trace:
             task["trace"] = mask_text(t.trace)
+        if t.errors:  # Kafka's task-error-metrics, as totals over the task's runs (an extension)
+            task["errors"] = dict(t.errors)
         tasks.append(task)
     return {"name": st.name, "connector": connector, "tasks": tasks, "type": st.type}

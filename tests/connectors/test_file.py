@@ -244,3 +244,39 @@ def test_long_lines_are_read_in_linear_time_and_bounded(runtime: Runtime, runner
     failed = runner.run("src", 0)
     assert (failed.state, failed.error_kind) == ("FAILED", "fatal")
     assert "line.max.bytes" in failed.message
+
+
+def test_a_line_too_long_is_set_aside_under_tolerance_all(runtime: Runtime, runner: TaskRunner, tmp_path: Path) -> None:
+    """`errors.tolerance=all`: the line goes to the dead-letter topic (its first `line.max.bytes`),
+    the lines around it to the topic; one whose end is not written yet is skipped as it comes."""
+    source, out, dead = tmp_path / "in.txt", tmp_path / "out.txt", tmp_path / "dead.txt"
+    source.write_text("a\n" + "x" * 5000 + "\nb\nc\n" + "y" * 3000)
+    runtime.create_connector(
+        "src",
+        {
+            "connector.class": SOURCE,
+            "filename": str(source),
+            "topic": "t",
+            "batch.max.bytes": 100,  # the limit applies to a line longer than a batch
+            "line.max.bytes": 1000,
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": "t-dlq",
+        },
+    )
+    runtime.create_connector("sink", {"connector.class": SINK, "filename": str(out), "topics": "t"})
+    runtime.create_connector("dlq", {"connector.class": SINK, "filename": str(dead), "topics": "t-dlq"})
+    runs = [runner.run("src", 0) for _ in range(4)]
+    assert [(r.state, r.rows, r.counts.get("dead_lettered")) for r in runs] == [
+        ("SUCCEEDED", 1, None),  # a
+        ("SUCCEEDED", 2, 1),  # the x line set aside; b, c
+        ("SUCCEEDED", 0, 1),  # the y line, not ended yet, set aside
+        ("SUCCEEDED", 0, None),
+    ]
+    with source.open("a") as f:
+        f.write("y" * 3000 + "\nd\n")  # the y line ends: skipped; d is read
+    assert runner.run("src", 0).rows == 1
+    assert runner.run("src", 0).rows == 0
+    runner.run("sink", 0)
+    runner.run("dlq", 0)
+    assert out.read_text() == "a\nb\nc\nd\n"
+    assert dead.read_text() == "x" * 1000 + "\n" + "y" * 1000 + "\n"

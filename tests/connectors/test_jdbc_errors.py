@@ -8,9 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from connect_core.rest.app import create_app
+from connect_core.rest.auth import bearer_or_loopback
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import TaskRunner
 from tests.connectors.jdbc_helpers import Database, mariadb, mariadb_target, sink_target, target  # noqa: F401  (fixtures)
+from tests.rest.conftest import serve
 
 #: id 3: NULL into NOT NULL; 4: too long for varchar(5); 5: no integer; 8: a key already in the target.
 SOURCE_ROWS = (
@@ -95,6 +100,12 @@ def test_tolerance_all_lands_the_good_rows_and_dead_letters_exactly_the_bad(
     ]
     offsets = runtime.connectors.sink_offsets("sink")
     assert {tp.topic: c.offset for tp, c in offsets.items()} == {"items": 8}
+    # the task's totals, in its status over real HTTP (Kafka's task-error-metrics)
+    served = serve(create_app(lambda: runtime, auth=[bearer_or_loopback(None)]))
+    api = next(served)
+    status = httpx.get(f"{api.url}/connectors/sink/status").json()
+    next(served, None)
+    assert status["tasks"][0]["errors"] == {"dead_lettered": 4, "failed": 4, "skipped": 4}
 
     # the dead-letter topic is a topic like any other: a file sink reads it
     out = tmp_path / "dlq.jsonl"

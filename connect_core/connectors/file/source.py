@@ -11,6 +11,7 @@ from pydantic import AliasChoices, Field
 from connect_core.connectors.file._paths import absolute, check_target, open_regular
 from connect_core.sdk import (
     ConnectorConfig,
+    ErrantRecords,
     FatalError,
     LocalPath,
     Positions,
@@ -54,7 +55,8 @@ class FileSourceConfig(ConnectorConfig):
         default=LINE_MAX_BYTES,
         alias="line.max.bytes",
         ge=1,
-        description="Longest line read; a longer one fails the run instead of filling the driver's memory.",
+        description="Longest line read; a longer one fails the run instead of filling the driver's memory "
+        "(under `errors.tolerance=all` it is set aside: its first `line.max.bytes` go to the dead-letter topic).",
     )
 
 
@@ -95,24 +97,60 @@ class FileSourceTask(SourceTask):
 
     def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
         path = self.config["filename"]
+        line_max = int(self.config.get("line.max.bytes", LINE_MAX_BYTES))
         with os.fdopen(open_regular(path, os.O_RDONLY, purpose="source file"), "rb") as f:
             stat = os.fstat(f.fileno())  # of what is read, not of what the name pointed to a moment ago
-            start = self._start(positions, stat)
-            line_max = int(self.config.get("line.max.bytes", LINE_MAX_BYTES))
-            chunk = _read_complete_lines(f, start, int(self.config["batch.max.bytes"]), line_max, path)
-        if not chunk:
+            first = start = self._start(positions, stat)
+            # a run that set aside a line whose end had not been written yet goes on skipping it
+            skipping = start > 0 and bool((positions.offset(self._partition()) or {}).get("skipping"))
+            chunk = b""
+            while True:
+                if skipping:
+                    start, skipping = _skip_line(f, start)
+                    if skipping:
+                        break
+                try:
+                    chunk = _read_complete_lines(f, start, int(self.config["batch.max.bytes"]), line_max, path)
+                    break
+                except _LineTooLong as exc:
+                    if self.context.errant is None:
+                        raise FatalError(f"{exc}: raise `line.max.bytes`, or fix the file") from None
+                    self._set_aside(exc)
+                    skipping = True
+        if not chunk and start == first:
             return SourceBatch.empty()
         lines = [_decode(line) for line in chunk.split(_NEWLINE)[:-1]]
         df = spark.createDataFrame([(line,) for line in lines], "line string")
-        position = SourcePosition(self._partition(), {"position": start + len(chunk), "inode": stat.st_ino})
+        offset = {"position": start + len(chunk), "inode": stat.st_ino, **({"skipping": True} if skipping else {})}
         self.log.info("read %d line(s), bytes %d-%d of `%s`", len(lines), start, start + len(chunk), path)
-        return SourceBatch({self.config["topic"]: df}, (position,))
+        return SourceBatch({self.config["topic"]: df}, (SourcePosition(self._partition(), offset),))
+
+    def _set_aside(self, exc: _LineTooLong) -> None:
+        """`errors.tolerance=all`: a line too long to read goes to the dead-letter topic, cut to the
+        bytes read of it, and reading goes on after it."""
+        import pyarrow as pa
+
+        assert self.context.errant is not None
+        self.context.errant.report(
+            ErrantRecords(
+                pa.table({"line": pa.array([_decode(exc.head)], pa.string())}),
+                "connect_core.sdk.errors.DataError",
+                str(exc),
+                stage="TASK_POLL",
+            )
+        )
+
+
+class _LineTooLong(Exception):
+    def __init__(self, path: str, start: int, line_max: int, head: bytes) -> None:
+        super().__init__(f"the line at byte {start} of `{path}` is longer than `line.max.bytes` ({line_max})")
+        self.head = head
 
 
 def _read_complete_lines(f: BinaryIO, start: int, max_bytes: int, line_max: int, path: str) -> bytes:
     """Bytes from `start` up to and including the last newline within `max_bytes`; when the first
-    line is longer, that whole line (up to `line_max` bytes). Linear in what is read: only new
-    bytes are searched for a newline, and the pieces are joined once."""
+    line is longer, that whole line (up to `line_max` bytes; longer: `_LineTooLong`). Linear in what
+    is read: only new bytes are searched for a newline, and the pieces are joined once."""
     f.seek(start)
     data = f.read(max_bytes)
     end = data.rfind(_NEWLINE)
@@ -130,10 +168,20 @@ def _read_complete_lines(f: BinaryIO, start: int, max_bytes: int, line_max: int,
             return b"".join(pieces)
         pieces.append(more)
         size += len(more)
-    raise FatalError(
-        f"the line at byte {start} of `{path}` is longer than `line.max.bytes` ({line_max}): "
-        "raise `line.max.bytes`, or fix the file"
-    )
+    raise _LineTooLong(path, start, line_max, b"".join(pieces)[:line_max])
+
+
+def _skip_line(f: BinaryIO, start: int) -> tuple[int, bool]:
+    """The position after the newline that ends the line at `start`, and False; or, when the file
+    ends first, its end and True (the rest of the line is skipped when it is written)."""
+    f.seek(start)
+    position = start
+    while more := f.read(_STEP):
+        newline = more.find(_NEWLINE)
+        if newline >= 0:
+            return position + newline + 1, False
+        position += len(more)
+    return position, True
 
 
 def _decode(line: bytes) -> str:

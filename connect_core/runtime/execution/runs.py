@@ -180,7 +180,7 @@ class RunStore:
             self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
             run.state, run.finished_at, run.stats = "SUCCEEDED", func.now(), dict(request.stats)
             run.staged_paths = []  # committed paths are topic data now, not garbage
-            _set_task_status(s, lease, "RUNNING", None, self.worker_id)
+            _set_task_status(s, lease, "RUNNING", None, self.worker_id, request.stats.get("errors"))
             return segments
 
     def commit_checkpoint(
@@ -200,7 +200,9 @@ class RunStore:
                 return
             run.state, run.finished_at, run.error, run.stats = state, func.now(), error, dict(stats)
             if state == "FAILED" and _current_generation(s, lease) == lease.generation:
-                _set_task_status(s, lease, "FAILED", error, self.worker_id)
+                # what it set aside was not committed; its retries did happen
+                retried = {"retried": (stats.get("errors") or {}).get("retried", 0)}
+                _set_task_status(s, lease, "FAILED", error, self.worker_id, retried)
 
     def garbage(self, connector: str, task_id: int) -> list[tuple[int, list[str]]]:
         """Staged paths of this task's runs that ended without committing them."""
@@ -241,8 +243,16 @@ def _current_generation(s: Session, lease: Lease, lock: bool = False) -> int | N
     return s.scalar(query.with_for_update() if lock else query)
 
 
-def _set_task_status(s: Session, lease: Lease, state: str, trace: str | None, worker_id: str) -> None:
-    values = {"state": state, "trace": trace, "worker_id": worker_id, "last_run_id": lease.run_id}
+def _set_task_status(
+    s: Session, lease: Lease, state: str, trace: str | None, worker_id: str, errors: Mapping[str, int] | None = None
+) -> None:
+    """The task's state after a run, its error counts (`errors`) added to the task's totals."""
+    values: dict[str, Any] = {"state": state, "trace": trace, "worker_id": worker_id, "last_run_id": lease.run_id}
+    added = {k: int(n) for k, n in (errors or {}).items() if n}
+    if added:
+        row = s.get(TaskStatusRow, (lease.connector, lease.task_id), with_for_update=True)
+        totals = dict(row.errors) if row is not None else {}
+        values["errors"] = {k: totals.get(k, 0) + added.get(k, 0) for k in sorted({*totals, *added})}
     stmt = insert(TaskStatusRow).values(connector=lease.connector, task_id=lease.task_id, **values)
     s.execute(
         stmt.on_conflict_do_update(index_elements=["connector", "task_id"], set_={**values, "updated_at": func.now()})

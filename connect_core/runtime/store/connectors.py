@@ -9,7 +9,7 @@ changes wait for each other instead of deadlocking.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -65,6 +65,8 @@ class TaskStatus:
     trace: str | None
     worker_id: str | None
     last_run_id: int | None
+    #: records failed, skipped, dead-lettered, retries: totals over the task's runs
+    errors: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -449,7 +451,7 @@ def _task_statuses(
             continue
         elif target_state == "PAUSED" and state != "FAILED":
             state, trace = "PAUSED", None
-        tasks.append(TaskStatus(t.task_id, state, trace, t.worker_id, t.last_run_id))
+        tasks.append(TaskStatus(t.task_id, state, trace, t.worker_id, t.last_run_id, dict(t.errors or {})))
     return tuple(tasks)
 
 

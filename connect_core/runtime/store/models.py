@@ -116,6 +116,8 @@ class TaskStatusRow(Base):
     trace: Mapped[str | None] = mapped_column(Text)
     worker_id: Mapped[str | None] = mapped_column(Text)
     last_run_id: Mapped[int | None] = mapped_column(BigInteger)
+    #: records failed, skipped, dead-lettered, and retries: summed over the task's runs (Kafka's task-error-metrics)
+    errors: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     updated_at: Mapped[datetime] = _now()
 
 
