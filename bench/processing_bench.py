@@ -159,17 +159,73 @@ def errors(rows: int) -> list[str]:
     ]
 
 
+def _mariadb_count(table: str) -> int:
+    with data.mariadb(data.TARGET_DB) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT count(*) FROM `{table}`")
+        return int(cur.fetchone()[0])
+
+
+def targets(rows: int) -> list[str]:
+    """The same sync into PostgreSQL and into MariaDB (each table made by `auto.create`)."""
+    print(f"source: {rows:,} rows", flush=True)
+    data.create_source("pg", rows)
+    _drop("proc_pg_target")
+    data.ensure_mariadb_database(data.TARGET_DB)
+    with data.mariadb(data.TARGET_DB) as conn, conn.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS proc_mariadb_target")
+        cur.execute("DROP TABLE IF EXISTS connect_sink_offsets")
+    server = data.MARIADB_SERVER
+    mariadb = {
+        "connection.url": f"jdbc:mariadb://{server.host}:{server.port}/{data.TARGET_DB}",
+        "connection.user": server.user,
+        "connection.password": server.password,
+    }
+    results = {}
+    for variant, table, extra in (
+        ("_pgt", "proc_pg_target", {}),
+        ("_mariadbt", "proc_mariadb_target", mariadb),
+    ):
+        connect.setup("pg", table, variant=variant, sink_extra={"auto.create": True, **extra})
+        load = _load()
+        print(f"{variant[1:]}: load {load:.1f}", flush=True)
+        results[variant] = (connect.sync("pg", variant), load)
+    assert _count("proc_pg_target") == rows
+    assert _mariadb_count("proc_mariadb_target") == rows, f"MariaDB: {_mariadb_count('proc_mariadb_target')} rows"
+    pg_s, maria_s = results["_pgt"][0], results["_mariadbt"][0]
+    return [
+        f"## JDBC sink targets: PostgreSQL and MariaDB, {rows:,} rows",
+        "",
+        "Reproduce: `.venv/bin/python bench/processing_bench.py --only targets`. `connect run src sink`",
+        "(PostgreSQL source → topic → target, upsert on `id`, table made by `auto.create`, one",
+        "spark-submit, timed end to end). PostgreSQL: COPY (binary, ADBC) into the empty table.",
+        "MariaDB: `LOAD DATA LOCAL INFILE` of text pyarrow encodes, from the Spark workers into an InnoDB",
+        "staging table,",
+        "then one `INSERT … SELECT … ON DUPLICATE KEY UPDATE` transaction. Verified: row counts.",
+        "",
+        "| target | wall s | rows/s | 1-min load before |",
+        "|---|---:|---:|---:|",
+        f"| PostgreSQL | {pg_s:.1f} | {rows / pg_s:,.0f} | {results['_pgt'][1]:.1f} |",
+        f"| MariaDB | {maria_s:.1f} | {rows / maria_s:,.0f} | {results['_mariadbt'][1]:.1f} |",
+        "",
+        f"MariaDB takes {maria_s / pg_s:.2f}x the PostgreSQL sync.",
+        "",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--error-rows", type=int, default=1_000_000)
-    parser.add_argument("--only", choices=("transforms", "errors"), default=None)
+    parser.add_argument("--target-rows", type=int, default=1_000_000)
+    parser.add_argument("--only", choices=("transforms", "errors", "targets"), default=None)
     args = parser.parse_args()
     lines: list[str] = []
     if args.only in (None, "transforms"):
         lines += transforms(args.rows)
     if args.only in (None, "errors"):
         lines += errors(args.error_rows)
+    if args.only in (None, "targets"):
+        lines += targets(args.target_rows)
     write_sections(lines)
 
 
