@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from connect_core.runtime.execution import _faults
 from connect_core.runtime.execution.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.plugins import PluginRegistry
-from connect_core.runtime.processing.apply import stamp_source, transform_sink, transform_source
+from connect_core.runtime.processing.apply import (
+    SinkTransformed,
+    arrow_in_driver,
+    stamp_source,
+    transform_sink,
+    transform_source,
+)
 from connect_core.runtime.processing.chain import TRANSFORM_FAILURE, TransformChain
 from connect_core.runtime.processing.config import build_chain
 from connect_core.runtime.processing.deadletter import DeadLetters, ErrorSettings
@@ -36,7 +42,7 @@ from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, RetriableError
-from connect_core.sdk.records import ArrowRecords, SinkBatch, SourcePosition, TopicPartition, partition_key
+from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -187,7 +193,7 @@ class TaskRunner:
             try:
                 batch = task.read(spark, committed)
                 _faults.checkpoint("before_stage")
-                segments = self._stage(spark, lease, chain, batch.records, stamp, staged, result)
+                segments = self._stage(spark, lease, chain, batch.records, stamp, staged, result, letters)
                 segments += self._stage_dead_letters(spark, lease, letters, staged)
                 _faults.checkpoint("after_stage")
                 return segments, list(batch.positions)
@@ -211,13 +217,17 @@ class TaskRunner:
         stamp: datetime,
         staged: list[str],
         result: RunResult,
+        letters: DeadLetters,
     ) -> list[StagedSegment]:
-        """Write a source batch's records, transformed, as segments of the topics they go to."""
+        """Write a source batch's records, transformed, as segments of the topics they go to; the
+        records a transform set aside go to the run's dead letters."""
         segments = []
         partition_count = int(lease.connector_config.get("topic.partitions", 1))
         for topic, topic_records in records.items():
             transformed = transform_source(chain, topic, stamp_source(topic_records, stamp))
             try:
+                for errant in transformed.errant:
+                    letters.report(errant)
                 for out_topic, out in transformed.by_topic.items():
                     partitions = self._topics.ensure_topic(out_topic, partition_count)
                     partition = lease.task_id % partitions
@@ -246,12 +256,13 @@ class TaskRunner:
         max_rows = lease.connector_config.get("batch.max.rows")
         segments = self._topics.segments_after(start, int(max_rows) if max_rows else None)
         batch: SinkBatch | None = None
+        transformed: SinkTransformed | None = None
         letters = self._dead_letters(lease)
 
         def attempt(n: int) -> Mapping[str, Any] | None:
             # Each attempt opens a new task first: it finds what an earlier attempt left in the target
             # (the JDBC sink's offsets table, the file sink's committed size) before writing again.
-            nonlocal batch
+            nonlocal batch, transformed
             letters.reset()
             task = self._new_task(lease, letters)
             assert isinstance(task, SinkTask)
@@ -262,8 +273,11 @@ class TaskRunner:
                     self._runs.commit_checkpoint(lease, start, baseline)
                 if not segments:
                     return None
-                if batch is None:
-                    batch = self._sink_batch(spark, lease, segments, owned)
+                if batch is None or transformed is None:
+                    transformed = self._transform_sink(spark, lease, segments)
+                    batch = self._sink_batch(transformed, segments, owned)
+                for errant in transformed.errant:  # read and transformed once, reported by every attempt
+                    letters.report(errant)
                 _faults.checkpoint("before_stage")
                 metadata = task.write(spark, batch)
                 _faults.checkpoint("after_stage")
@@ -271,9 +285,13 @@ class TaskRunner:
             finally:
                 task.close()
 
-        metadata = self._retry_policy(lease).run(
-            f"run {lease.run_id} of `{lease.connector}-{lease.task_id}`", attempt, self._count_retry(result)
-        )
+        try:
+            metadata = self._retry_policy(lease).run(
+                f"run {lease.run_id} of `{lease.connector}-{lease.task_id}`", attempt, self._count_retry(result)
+            )
+        finally:
+            if transformed is not None:
+                transformed.release()
         result.counts.update(letters.counts)
         dead = self._stage_dead_letters(spark, lease, letters, staged)
         result.timings["work_s"] = round(time.monotonic() - work_started, 3)
@@ -289,12 +307,13 @@ class TaskRunner:
             segments=dead, offsets=offsets, offset_metadata=metadata if metadata is not None else previous
         )
 
-    def _sink_batch(
-        self, spark: SparkSession, lease: Lease, segments: list[Segment], owned: set[TopicPartition]
-    ) -> SinkBatch:
+    def _transform_sink(self, spark: SparkSession, lease: Lease, segments: list[Segment]) -> SinkTransformed:
         """The segments' rows, read and transformed."""
         read = read_topics(spark, segments)
-        done = transform_sink(self._chain(lease), read, arrow_topics(spark, segments, read))
+        return transform_sink(self._chain(lease), read, arrow_topics(spark, segments, read))
+
+    @staticmethod
+    def _sink_batch(done: SinkTransformed, segments: list[Segment], owned: set[TopicPartition]) -> SinkBatch:
         data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), done.by_topic.values())
         rows = sum(s.row_count for s in segments)
         return SinkBatch(data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes)
@@ -328,7 +347,7 @@ class TaskRunner:
             )
         self._runs.record_staged(lease, path)
         staged.append(path)
-        rows = write_segment(spark, _in_driver(spark, table), path, lease.run_id)
+        rows = write_segment(spark, arrow_in_driver(spark, table), path, lease.run_id)
         return [StagedSegment(topic, partition, rows, path)]
 
     def _retry_policy(self, lease: Lease) -> RetryPolicy:
@@ -399,18 +418,6 @@ class TaskRunner:
                 delete_path(spark, path)
             except Exception:  # the next run of the task deletes it instead
                 log.warning("could not delete staged path %s", path, exc_info=True)
-
-
-def _in_driver(spark: SparkSession, table: Any) -> ArrowRecords:
-    """A (small) pyarrow Table as ArrowRecords the driver writes itself: no Spark job for a few rows."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    batches = table.to_batches()
-    units = StructType([StructField("unit", LongType())])
-    return ArrowRecords(
-        spark, [(0,)], units, lambda _: iter(batches), from_arrow_schema(table.schema), partitions=1, in_driver=True
-    )
 
 
 def error_kind(exc: BaseException) -> str:

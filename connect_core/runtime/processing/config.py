@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from connect_core.runtime.plugins import PluginRegistry, TransformPlugin
 from connect_core.runtime.processing.chain import Step, TransformChain
+from connect_core.runtime.processing.deadletter import ErrorSettings
 from connect_core.sdk.config import split_list
 from connect_core.sdk.errors import ConfigError
 
@@ -151,9 +152,10 @@ def problems(config: Mapping[str, Any], registry: PluginRegistry) -> dict[str, l
 
 
 def build_chain(config: Mapping[str, Any], registry: PluginRegistry) -> TransformChain:
-    """The connector's transform chain (empty without `transforms`); ConfigError on a bad config."""
+    """The connector's transform chain (empty without `transforms`); ConfigError on a bad config.
+    Under `errors.tolerance=all` it marks the records it cannot convert instead of failing."""
     steps, errors = _steps(config, registry)
     if errors:
         lines = [f"{key}: {problem}" for key, found in sorted(errors.items()) for problem in found]
         raise ConfigError("invalid transforms:\n" + "\n".join(lines), errors)
-    return TransformChain(steps)
+    return TransformChain(steps, tolerate=ErrorSettings(config).tolerate)

@@ -92,7 +92,10 @@ class DeadLetters(ErrantRecordReporter):
 
         if not self._tables:
             return None
-        return pa.concat_tables(self._tables, promote_options="permissive")
+        try:
+            return pa.concat_tables(self._tables, promote_options="permissive")
+        except (pa.ArrowTypeError, pa.ArrowInvalid):  # a column of two types (set aside before and after a Cast)
+            return pa.concat_tables(_as_text_where_mixed(self._tables), promote_options="permissive")
 
     def _dead_letter_rows(self, errant: ErrantRecords, classes: list[str], messages: list[str]) -> pa.Table:
         """The records as they were (value and record parts), without where they were read (the
@@ -145,3 +148,30 @@ class DeadLetters(ErrantRecordReporter):
                 mask_text(messages[i]),
                 shown,
             )
+
+
+def _as_text_where_mixed(tables: list[pa.Table]) -> list[pa.Table]:
+    """`tables` with each column whose type differs between them as text (JSON for nested values):
+    a run's dead letters may hold a record before and after a transform changed a column's type."""
+    import json
+
+    import pyarrow as pa
+
+    kinds: dict[str, set[pa.DataType]] = {}
+    for table in tables:
+        for f in table.schema:
+            if f.type != pa.null():
+                kinds.setdefault(f.name, set()).add(f.type)
+    mixed = {name for name, types in kinds.items() if len(types) > 1}
+    out = []
+    for table in tables:
+        for name in mixed & set(table.column_names):
+            column = table.column(name)
+            try:
+                text = column.cast(pa.string())
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+                values = column.to_pylist()  # dead letters are few: a Python pass is fine here
+                text = pa.array([None if v is None else json.dumps(v, default=str) for v in values], pa.string())
+            table = table.set_column(table.column_names.index(name), name, text)
+        out.append(table)
+    return out
