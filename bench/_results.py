@@ -9,19 +9,12 @@ TITLE = "# Benchmark results"
 
 
 def write_sections(lines: list[str]) -> None:
-    """Put the `## ` sections in `lines` into RESULTS.md, replacing those with the same first words."""
+    """Put the `## ` sections in `lines` into RESULTS.md, replacing those with the same heading."""
     new = _split("\n".join(lines))
     old = _split(RESULTS.read_text()) if RESULTS.exists() else {}
-    replaced = {_key(h) for h in new}
-    merged = {h: b for h, b in old.items() if _key(h) not in replaced or h in new}
-    merged.update(new)
+    merged = {**old, **new}  # a section is its whole heading: a run at another size adds its own
     RESULTS.write_text(TITLE + "\n\n" + "\n".join(f"{h}\n{b.rstrip()}\n" for h, b in merged.items()))
     print("\n".join(lines))
-
-
-def _key(heading: str) -> str:
-    """What a section is about, without the numbers a run puts in its heading (rows, clients)."""
-    return "".join(c for c in heading if not c.isdigit() and c != ",")
 
 
 def _split(text: str) -> dict[str, str]:
