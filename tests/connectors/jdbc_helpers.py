@@ -115,3 +115,28 @@ def postgres(database_url: str) -> Iterator[Database]:
 def target(database_url: str) -> Iterator[Database]:
     """A fresh Postgres database as the JDBC sink's target."""
     yield from _pg_database(database_url, "dst")
+
+
+def create_upsert_sink(runtime: Any, target: Database, topic: str, **extra: Any) -> None:
+    """A JDBC sink `sink` upserting `topic` by `id` into `target` (the table made if missing)."""
+    runtime.create_connector(
+        "sink",
+        {
+            "connector.class": "JdbcSinkConnector",
+            "connection.url": target.jdbc_url,
+            "topics": topic,
+            "insert.mode": "upsert",
+            "pk.mode": "record_value",
+            "pk.fields": "id",
+            "auto.create": True,
+            **extra,
+        },
+    )
+
+
+def synced(runner: Any, *connectors: str) -> list[Any]:
+    """One run of task 0 of each connector, in order; each must succeed."""
+    results = [runner.run(c, 0) for c in connectors]
+    for r in results:
+        assert r.state == "SUCCEEDED", r.message
+    return results

@@ -14,32 +14,9 @@ import pytest
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.precheck import has_new_data
 from connect_core.runtime.execution.runner import TaskRunner
-from tests.connectors.jdbc_helpers import Database, mariadb, postgres, target  # noqa: F401  (fixtures)
+from tests.connectors.jdbc_helpers import Database, create_upsert_sink, mariadb, postgres, synced, target  # noqa: F401  (fixtures)
 
 CHECKED_COLUMNS = "id, name, amount, updated_at"
-
-
-def _sink(runtime: Runtime, target: Database, topic: str, **extra: Any) -> None:  # noqa: F811
-    runtime.create_connector(
-        "sink",
-        {
-            "connector.class": "JdbcSinkConnector",
-            "connection.url": target.jdbc_url,
-            "topics": topic,
-            "insert.mode": "upsert",
-            "pk.mode": "record_value",
-            "pk.fields": "id",
-            "auto.create": True,
-            **extra,
-        },
-    )
-
-
-def _sync(runner: TaskRunner, *connectors: str) -> list[Any]:
-    results = [runner.run(c, 0) for c in connectors]
-    for r in results:
-        assert r.state == "SUCCEEDED", r.message
-    return results
 
 
 def _same(source: Database, target: Database, table: str, columns: str = CHECKED_COLUMNS) -> list[tuple[Any, ...]]:  # noqa: F811
@@ -72,15 +49,15 @@ def test_incrementing_mariadb_to_postgres(
             }
         ),
     )
-    _sink(runtime, target, "m_orders", **{"table.name.format": "orders"})
-    first = _sync(runner, "src", "sink")
+    create_upsert_sink(runtime, target, "m_orders", **{"table.name.format": "orders"})
+    first = synced(runner, "src", "sink")
     assert first[0].rows == 3
     assert _same(mariadb, target, "orders")[2][1] == ""  # empty string stays empty, not NULL
 
     assert has_new_data(runtime, "src", 0) is False  # Airflow's check before a run: no Spark
     mariadb.execute("INSERT INTO orders (name, amount) VALUES ('c', 4), ('d', 5)")
     assert has_new_data(runtime, "src", 0) is True
-    again = _sync(runner, "src", "sink")
+    again = synced(runner, "src", "sink")
     assert again[0].rows == 2 and again[1].rows == 2  # only the new rows
     assert len(_same(mariadb, target, "orders")) == 5
     assert runtime.connectors.positions("src")['{"table":"orders"}'].offset == {"incrementing": 5}
@@ -114,10 +91,10 @@ def test_timestamp_incrementing_picks_up_updates_and_waits_out_the_delay(
             }
         ),
     )
-    _sink(runtime, target, "orders")
-    assert _sync(runner, "src")[0].rows == 600  # batch.max.rows
-    assert _sync(runner, "src")[0].rows == 400
-    _sync(runner, "sink")
+    create_upsert_sink(runtime, target, "orders")
+    assert synced(runner, "src")[0].rows == 600  # batch.max.rows
+    assert synced(runner, "src")[0].rows == 400
+    synced(runner, "sink")
     _same(postgres, target, "orders")
 
     # Updates move a row's timestamp forward; rows sharing one timestamp are all read (by id).
@@ -125,8 +102,8 @@ def test_timestamp_incrementing_picks_up_updates_and_waits_out_the_delay(
         "UPDATE orders SET name = 'changed', updated_at = timestamp '2024-06-01' WHERE id IN (5, 6, 7)",
         "INSERT INTO orders VALUES (1001, 'new', 1, timestamp '2024-06-01')",
     )
-    assert _sync(runner, "src")[0].rows == 4
-    _sync(runner, "sink")
+    assert synced(runner, "src")[0].rows == 4
+    synced(runner, "sink")
     assert _same(postgres, target, "orders")[4][1] == "changed"
 
     # A row stamped "now" is not read until it is older than the delay: a transaction committing late
@@ -136,9 +113,9 @@ def test_timestamp_incrementing_picks_up_updates_and_waits_out_the_delay(
     assert runner.run("src", 0).rows == 0
     time.sleep(3.2)
     assert has_new_data(runtime, "src", 0) is True
-    assert _sync(runner, "src")[0].rows == 1
+    assert synced(runner, "src")[0].rows == 1
     assert has_new_data(runtime, "src", 0) is False
-    _sync(runner, "sink")
+    synced(runner, "sink")
     assert len(_same(postgres, target, "orders")) == 1002
 
 
@@ -158,14 +135,14 @@ def test_bulk_and_timestamp_modes(
     runtime.create_connector(
         "src", mariadb.source_config(mode=mode, **{"table.whitelist": "orders", "topic.prefix": "", **extra})
     )
-    _sink(runtime, target, "orders")
-    assert _sync(runner, "src", "sink")[0].rows == 2
+    create_upsert_sink(runtime, target, "orders")
+    assert synced(runner, "src", "sink")[0].rows == 2
     mariadb.execute("UPDATE orders SET name = 'b1', updated_at = '2024-01-02' WHERE id = 2")
-    assert _sync(runner, "src")[0].rows == (2 if mode == "bulk" else 1)  # bulk copies everything again
+    assert synced(runner, "src")[0].rows == (2 if mode == "bulk" else 1)  # bulk copies everything again
     mariadb.execute("UPDATE orders SET name = 'b2', updated_at = '2024-01-03' WHERE id = 2")
-    _sync(runner, "src")
+    synced(runner, "src")
     # One sink batch now holds id 2 twice (b1, then b2): the newest offset wins.
-    _sync(runner, "sink")
+    synced(runner, "sink")
     assert _same(mariadb, target, "orders")[1][1] == "b2"
 
 
@@ -182,8 +159,8 @@ def test_query_mode(runtime: Runtime, runner: TaskRunner, postgres: Database, ta
             **{"incrementing.column.name": "id", "topic.prefix": "evens"},
         ),
     )
-    _sink(runtime, target, "evens", **{"table.name.format": "orders"})
-    _sync(runner, "src", "sink")
+    create_upsert_sink(runtime, target, "evens", **{"table.name.format": "orders"})
+    synced(runner, "src", "sink")
     assert target.rows("SELECT id, amount FROM orders ORDER BY id")[0] == (2, 4)
     assert len(target.rows("SELECT id FROM orders")) == 5
 
@@ -245,8 +222,8 @@ def test_mariadb_types_arrive_in_postgres_value_for_value(
             **{"table.whitelist": "types", "topic.prefix": "", "mode": "incrementing", "incrementing.column.name": "id"}
         ),
     )
-    _sink(runtime, target, "types")
-    _sync(runner, "src", "sink")
+    create_upsert_sink(runtime, target, "types")
+    synced(runner, "src", "sink")
     assert f"types: reading the window through {reader}" in caplog.text
     if reader == "connectorx":
         assert f"through connectorx {'in the driver' if where == 'driver' else 'in 1 Spark partition'}" in caplog.text
@@ -345,8 +322,8 @@ def test_postgres_types_round_trip_exactly(
             **{"table.whitelist": "types", "topic.prefix": "", "mode": "incrementing", "incrementing.column.name": "id"}
         ),
     )
-    _sink(runtime, target, "types")
-    _sync(runner, "src", "sink")
+    create_upsert_sink(runtime, target, "types")
+    synced(runner, "src", "sink")
     source = postgres.rows("SELECT * FROM types ORDER BY id")
     copied = target.rows("SELECT * FROM types ORDER BY id")
     assert [_plain(r) for r in copied] == [_plain(r) for r in source]
@@ -426,7 +403,7 @@ def test_bad_input_is_a_clear_error_and_commits_nothing(
         postgres.source_config(**{"query": "SELECT id, tags FROM arr", "topic.prefix": "arr", "mode": "bulk"}),
     )
     assert runner.run("arr-src", 0).state == "SUCCEEDED"
-    _sink(runtime, target, "arr")
+    create_upsert_sink(runtime, target, "arr")
     failed = runner.run("sink", 0)
     assert failed.state == "FAILED" and "column `tags` has type array<int>" in failed.message
     assert runtime.connectors.sink_offsets("sink") == {}
@@ -507,13 +484,13 @@ def test_a_sink_offset_reset_writes_the_topic_again(
             }
         ),
     )
-    _sink(runtime, target, "orders")
-    _sync(runner, "src", "sink")
+    create_upsert_sink(runtime, target, "orders")
+    synced(runner, "src", "sink")
     target.execute("DELETE FROM orders WHERE id > 10")
     runtime.connectors.set_target_state("sink", "STOPPED")
     runtime.reset_offsets("sink")  # what DELETE /connectors/sink/offsets does
     runtime.connectors.set_target_state("sink", "RUNNING")
-    assert _sync(runner, "sink")[0].rows == 20
+    assert synced(runner, "sink")[0].rows == 20
     assert len(_same(postgres, target, "orders")) == 20
 
 
@@ -536,22 +513,22 @@ def test_an_empty_target_is_copied_into_directly_and_a_failed_copy_is_merged_ins
     runtime.create_connector(
         "src", postgres.source_config(**{"mode": "bulk", "table.whitelist": "orders,items", "topic.prefix": ""})
     )
-    _sink(runtime, target, "orders")
+    create_upsert_sink(runtime, target, "orders")
     runtime.create_connector(
         "sink2",
         {**runtime.connectors.get("sink").config, "topics": "items", "name": "sink2"},
     )
     caplog.set_level("INFO", logger="connect")
-    _sync(runner, "src", "sink")
+    synced(runner, "src", "sink")
     assert "COPYed (binary) into the empty table" in caplog.text  # int, text, numeric, timestamp: binary COPY
     assert len(_same(postgres, target, "orders")) == 300
 
-    _sync(runner, "src")  # bulk: every item again...
+    synced(runner, "src")  # bulk: every item again...
     postgres.execute("UPDATE items SET name = 'newer ' || id WHERE id % 3 = 0")
-    _sync(runner, "src")  # ...and again, a third of them changed
+    synced(runner, "src")  # ...and again, a third of them changed
     caplog.clear()
-    assert _sync(runner, "sink2")[0].rows == 900
+    assert synced(runner, "sink2")[0].rows == 900
     assert "merging the batch instead" in caplog.text
     rows = _same(postgres, target, "items")
     assert len(rows) == 300 and rows[2][1] == "newer 3"
-    assert _sync(runner, "sink2")[0].rows == 0  # the offsets went in with the merge
+    assert synced(runner, "sink2")[0].rows == 0  # the offsets went in with the merge

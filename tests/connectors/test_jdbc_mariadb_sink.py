@@ -12,7 +12,7 @@ import pytest
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution import _faults
 from connect_core.runtime.execution.runner import TaskRunner
-from tests.connectors.jdbc_helpers import Database, mariadb_target, postgres  # noqa: F401  (fixtures)
+from tests.connectors.jdbc_helpers import Database, create_upsert_sink, mariadb_target, postgres, synced  # noqa: F401  (fixtures)
 
 PG_TYPES = """
 CREATE TABLE types (
@@ -39,29 +39,6 @@ def _source(runtime: Runtime, postgres: Database, table: str, **extra: Any) -> N
     )
 
 
-def _sink(runtime: Runtime, target: Database, topic: str, **extra: Any) -> None:
-    runtime.create_connector(
-        "sink",
-        {
-            "connector.class": "JdbcSinkConnector",
-            "connection.url": target.jdbc_url,
-            "topics": topic,
-            "insert.mode": "upsert",
-            "pk.mode": "record_value",
-            "pk.fields": "id",
-            "auto.create": True,
-            **extra,
-        },
-    )
-
-
-def _ok(runner: TaskRunner, *connectors: str) -> list[Any]:
-    results = [runner.run(c, 0) for c in connectors]
-    for r in results:
-        assert r.state == "SUCCEEDED", r.message
-    return results
-
-
 @pytest.mark.parametrize("binary", [False, True], ids=["load-data", "inserts"])
 def test_every_type_value_for_value_into_a_table_the_sink_creates(
     runtime: Runtime,
@@ -76,8 +53,8 @@ def test_every_type_value_for_value_into_a_table_the_sink_creates(
     if not binary:
         postgres.execute("ALTER TABLE types DROP COLUMN bs")
     _source(runtime, postgres, "types")
-    _sink(runtime, mariadb_target, "types")
-    assert [r.rows for r in _ok(runner, "src", "sink")] == [3, 3]
+    create_upsert_sink(runtime, mariadb_target, "types")
+    assert [r.rows for r in synced(runner, "src", "sink")] == [3, 3]
 
     columns = "id, si, i, bi, n, r, d, t, v, b, dt, ts, tz" + (", bs" if binary else "")
     source = postgres.rows(f"SELECT {columns} FROM types ORDER BY id")
@@ -105,7 +82,7 @@ def test_every_type_value_for_value_into_a_table_the_sink_creates(
         "datetime(6)",
         "longtext",
     )
-    assert _ok(runner, "sink")[0].rows == 0
+    assert synced(runner, "sink")[0].rows == 0
 
 
 def test_upsert_and_update_keep_the_newest_row_per_key(
@@ -121,11 +98,11 @@ def test_upsert_and_update_keep_the_newest_row_per_key(
     _source(runtime, postgres, "orders", mode="bulk")
     # a SQL transform keeps the batch a DataFrame: staged from Spark's workers, not from Arrow files
     sql = {"transforms": "q", "transforms.q.type": "SqlTransform", "transforms.q.query": "SELECT * FROM __THIS__"}
-    _sink(runtime, mariadb_target, "orders", **sql)
-    _ok(runner, "src")
+    create_upsert_sink(runtime, mariadb_target, "orders", **sql)
+    synced(runner, "src")
     postgres.execute("UPDATE orders SET name = 'newer ' || id WHERE id % 5 = 0")
-    _ok(runner, "src")  # bulk: one sink batch holds every key twice
-    assert _ok(runner, "sink")[0].rows == 100
+    synced(runner, "src")  # bulk: one sink batch holds every key twice
+    assert synced(runner, "sink")[0].rows == 100
     rows = mariadb_target.rows("SELECT id, name FROM orders ORDER BY id")
     assert len(rows) == 50 and rows[4] == (5, "newer 5") and rows[5] == (6, "n6")
 
@@ -135,10 +112,10 @@ def test_upsert_and_update_keep_the_newest_row_per_key(
         {**runtime.connectors.get("sink").config, "name": "updater", "insert.mode": "update"},
     )
     postgres.execute("UPDATE orders SET name = 'first'", "INSERT INTO orders VALUES (51, 'new', 51)")
-    _ok(runner, "src")
+    synced(runner, "src")
     postgres.execute("UPDATE orders SET name = 'second ' || id")
-    _ok(runner, "src")
-    _ok(runner, "updater")
+    synced(runner, "src")
+    synced(runner, "updater")
     rows = mariadb_target.rows("SELECT id, name FROM orders ORDER BY id")
     assert len(rows) == 50 and {name for _, name in rows} == {f"second {i}" for i in range(1, 51)}
 
@@ -159,8 +136,10 @@ def test_a_crash_at_any_point_loses_and_duplicates_nothing(
         "INSERT INTO events SELECT g, 'e' || g FROM generate_series(1, 1000) g",
     )
     _source(runtime, postgres, "events")
-    _sink(runtime, mariadb_target, "events", **{"insert.mode": "insert", "pk.mode": "none", "pk.fields": ""})
-    _ok(runner, "src")
+    create_upsert_sink(
+        runtime, mariadb_target, "events", **{"insert.mode": "insert", "pk.mode": "none", "pk.fields": ""}
+    )
+    synced(runner, "src")
 
     def crash(at: str) -> None:
         if at == point:
@@ -173,7 +152,7 @@ def test_a_crash_at_any_point_loses_and_duplicates_nothing(
     monkeypatch.undo()
 
     postgres.execute("INSERT INTO events SELECT g, 'e' || g FROM generate_series(1001, 1500) g")
-    _ok(runner, "src", "sink")
+    synced(runner, "src", "sink")
     assert mariadb_target.rows("SELECT COUNT(*), COUNT(DISTINCT id), MIN(id), MAX(id) FROM events") == [
         (1500, 1500, 1, 1500)
     ]
@@ -196,18 +175,18 @@ def test_tolerance_none_names_the_record_and_an_offset_reset_writes_again(
     )
     mariadb_target.execute("CREATE TABLE names (id INT PRIMARY KEY, name VARCHAR(10))")
     _source(runtime, postgres, "names")
-    _sink(runtime, mariadb_target, "names")
-    _ok(runner, "src")
+    create_upsert_sink(runtime, mariadb_target, "names")
+    synced(runner, "src")
     failed = runner.run("sink", 0)
     assert (failed.state, failed.error_kind) == ("FAILED", "data")
     assert "Data too long for column 'name' (partition 0, offset 699)" in failed.message
     assert mariadb_target.rows("SELECT COUNT(*) FROM names") == [(0,)]
 
     mariadb_target.execute("ALTER TABLE names MODIFY name VARCHAR(40)")
-    assert _ok(runner, "sink")[0].rows == 1000
+    assert synced(runner, "sink")[0].rows == 1000
     mariadb_target.execute("DELETE FROM names WHERE id > 10")
     runtime.connectors.set_target_state("sink", "STOPPED")
     runtime.reset_offsets("sink")  # DELETE /connectors/sink/offsets: the target's offsets go too
     runtime.connectors.set_target_state("sink", "RUNNING")
-    assert _ok(runner, "sink")[0].rows == 1000
+    assert synced(runner, "sink")[0].rows == 1000
     assert mariadb_target.rows("SELECT COUNT(*) FROM names") == [(1000,)]
