@@ -97,6 +97,38 @@ def spark():  # type: ignore[no-untyped-def]
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _classic_spark_after_each_test() -> Iterator[None]:
+    """pyspark marks a process that made a Spark Connect session as a Connect client (its
+    `functions` then build Connect columns, and no classic session can start): cleared after every
+    test, so the classic tests that follow a Spark Connect one in this process work."""
+    yield
+    for mark in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_CONNECT_MODE"):
+        os.environ.pop(mark, None)
+
+
+@pytest.fixture(scope="session")
+def spark_connect_url(pg_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The `sc://localhost:PORT/;token=…` of a real Spark Connect server (a warm pool), started for
+    the test session on first use by the product's own `connect pools start` code; it fails (never
+    skips) when the server does not answer."""
+    from connect_core.runtime.cluster.connect_server import start_server, stop_server
+
+    home = tmp_path_factory.mktemp("connect-pool")
+    settings = Settings(database_url=pg_server, home=home)  # only its home and Spark install are used
+    # the server's Python workers import the tests' own connectors as well as connect_core
+    env = {
+        "PYTHONPATH": os.pathsep.join(p for p in (str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")) if p)
+    }
+    conf = {"spark.log.level": "WARN", "spark.sql.shuffle.partitions": "4"}
+    try:
+        info = start_server(settings, "tests", spark_master="local[2]", conf=conf, env=env)
+    except Exception as exc:
+        pytest.fail(f"the Spark Connect server did not start: {exc}")
+    yield info.master
+    stop_server(settings, "tests")
+
+
 def make_runner(runtime: Runtime, spark, *, pool: str | None = None, spark_factory=None) -> TaskRunner:  # type: ignore[no-untyped-def]
     """A runner on the runtime's stores and plugins, using the shared SparkSession (or `spark_factory`),
     running as if on Spark pool `pool`."""

@@ -16,6 +16,8 @@ not help), a `retriable` or `unexpected` one leaves it to the task's retries.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,10 +28,12 @@ from sqlalchemy.engine import make_url
 
 from connect_core.airflow.hook import ConnectSubmitHook
 from connect_core.runtime.cluster.rebalancer import Placement, place
+from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect, public_master
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.precheck import has_new_data
 from connect_core.runtime.execution.submit import (
     RUNNER_MAIN,
+    connect_client_command,
     merge_spark_conf,
     runner_args,
     runner_env,
@@ -95,7 +99,10 @@ class ConnectTaskOperator(SparkSubmitOperator):
             before = _last_run_id(runtime, self.connector, self.connect_task_id)
             failure: Exception | None = None
             try:
-                super().execute(context)
+                if self._placement is not None and is_connect(self._placement.master):
+                    self._run_client()
+                else:
+                    super().execute(context)
             except Exception as exc:  # spark-submit's exit code; the run's own record says why
                 failure = exc
             run = _last_run(runtime, self.connector, self.connect_task_id)
@@ -149,10 +156,31 @@ class ConnectTaskOperator(SparkSubmitOperator):
             self.connector,
             self.connect_task_id,
             self._placement.pool,
-            self._placement.master,
+            public_master(self._placement.master),
             self._placement.generation,
         )
         return info
+
+    def _run_client(self) -> None:
+        """A Spark Connect pool: the runner as a plain Python client of the warm server, its output
+        in this task's log (masked); no spark-submit, no JVM start-up."""
+        assert self._placement is not None
+        token = ConnectUrl.parse(self._placement.master).params.get("token")
+        if token:
+            mask_secret(token)
+        cmd, env = connect_client_command(
+            self.connector,
+            self.connect_task_id,
+            self._placement.master,
+            {**os.environ, **self._process_env},
+            pool=self._placement.pool,
+        )
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.log.info("%s", mask_text(line.rstrip()))
+        if proc.wait() != 0:
+            raise AirflowException(f"the runner (a Spark Connect client) exited with {proc.returncode}")
 
     def _fail(self, run: dict[str, Any]) -> None:
         """Fail the task with the run's root cause: for good if a retry cannot help, else retriably."""

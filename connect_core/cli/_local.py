@@ -32,7 +32,8 @@ def run(
     another in one Spark application, as a Kafka Connect worker hosts many tasks — so
     `connect run shop-source shop-sink` pays one Spark start-up for a whole sync."""
     from connect_core.runtime.cluster.rebalancer import place
-    from connect_core.runtime.execution.submit import merge_spark_conf, submit_tasks
+    from connect_core.runtime.cluster.spark_connect import is_connect
+    from connect_core.runtime.execution.submit import merge_spark_conf, run_as_client, submit_tasks
 
     if task is not None and len(names) > 1:
         raise typer.BadParameter("--task needs a single connector")
@@ -50,6 +51,11 @@ def run(
         ]
         results, pools = [], []
         for group in groups:
+            target = group[0][3].master if group[0][3] else master
+            if target and is_connect(target):  # a warm pool: this process is the client, no spark-submit
+                results += run_as_client(rt, [(g[0], g[1]) for g in group], target, group[0][2] or None)
+                pools += [g[2] for g in group]
+                continue
             conf = merge_spark_conf(*(rt.spark_conf_for(name) for name in dict.fromkeys(g[0] for g in group)))
             results += submit_tasks(
                 rt.settings,
@@ -85,7 +91,7 @@ def run(
                 f"{r.wall_s - work:.1f}",
                 f"{work:.1f}",
             )
-        out.print(f"[bold]{', '.join(names)}[/bold]: ran {len(results)} task(s) in {len(groups)} spark-submit(s)")
+        out.print(f"[bold]{', '.join(names)}[/bold]: ran {len(results)} task(s) in {len(groups)} group(s) of runs")
         out.print(table)
         for r in results:
             if r.result.get("message"):

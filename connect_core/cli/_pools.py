@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from connect_core.cli._app import OutputOpt, app, backend, out, print_json
+from connect_core.cli._app import OutputOpt, app, backend, out, print_json, runtime
+from connect_core.runtime.cluster.spark_connect import public_master
 from connect_core.sdk.errors import ConfigError
 
 pools_app = typer.Typer(help="Spark pools: where tasks run (the Connect workers).", no_args_is_help=True)
@@ -28,7 +29,9 @@ def _pairs(option: str, values: list[str] | None) -> dict[str, str]:
 @pools_app.command("add")
 def pools_add(
     name: str,
-    master: Annotated[str, typer.Option(help="local[n], spark://host:port, yarn or k8s://…")],
+    master: Annotated[
+        str, typer.Option(help="local[n], spark://host:port, yarn, k8s://… or a Spark Connect sc://host:port")
+    ],
     capacity: Annotated[int, typer.Option(help="Concurrent tasks the pool takes (its Airflow pool's slots)")] = 1,
     conf: PairsOpt = None,
     label: PairsOpt = None,
@@ -46,7 +49,52 @@ def pools_add(
     }
     with backend() as svc:
         created, _pool = svc.put_pool(name, spec)
-    out.print(f"{'added' if created else 'updated'} pool [bold]{name}[/bold] ({master}, capacity {capacity})")
+    out.print(
+        f"{'added' if created else 'updated'} pool [bold]{name}[/bold] ({public_master(master)}, capacity {capacity})"
+    )
+
+
+@pools_app.command("start")
+def pools_start(
+    name: str,
+    spark_master: Annotated[
+        str, typer.Option(help="Where the server runs its work: local[n], spark://…, yarn")
+    ] = "local[*]",
+    port: Annotated[int | None, typer.Option(help="Its gRPC port (default: a free one)")] = None,
+    bind: Annotated[str, typer.Option(help="The address it listens on")] = "127.0.0.1",
+    capacity: Annotated[int, typer.Option(help="Concurrent tasks the pool takes")] = 2,
+    conf: PairsOpt = None,
+) -> None:
+    """Start a warm Spark Connect server on this machine and register it as pool NAME: its tasks
+    run as its clients, a session each, with no spark-submit or JVM start-up per run."""
+    from connect_core.runtime.cluster.connect_server import start_server
+
+    with runtime() as rt:
+        info = start_server(
+            rt.settings, name, spark_master=spark_master, port=port, bind=bind, conf=_pairs("conf", conf)
+        )
+        try:
+            rt.pools.add(name, info.master, capacity=capacity)
+        except BaseException:
+            from connect_core.runtime.cluster.connect_server import stop_server
+
+            stop_server(rt.settings, name)
+            raise
+    out.print(
+        f"pool [bold]{name}[/bold]: Spark Connect server on {bind}:{info.port} (pid {info.pid}), "
+        f"up in {info.started_s:.1f} s, warmed in {info.warmed_s:.1f} s; log {info.log_path}"
+    )
+
+
+@pools_app.command("stop")
+def pools_stop(name: str) -> None:
+    """Stop the Spark Connect server `connect pools start` started for pool NAME (the pool stays
+    registered: it fails its probes, and the rebalance sensor moves its tasks)."""
+    from connect_core.runtime.cluster.connect_server import stop_server
+
+    with runtime() as rt:
+        stopped = stop_server(rt.settings, name)
+    out.print(f"pool [bold]{name}[/bold]: server {'stopped' if stopped else 'was not running'}")
 
 
 @pools_app.command("remove")
@@ -77,11 +125,12 @@ def pools_list(output: OutputOpt = "table") -> None:
     if output == "json":
         print_json(found)
         return
-    table = Table("pool", "master", "capacity", "alive", "last heartbeat s", "probe", "running")
+    table = Table("pool", "kind", "master", "capacity", "alive", "last heartbeat s", "probe", "running")
     for p in found:
         probe = p["probe"]
         table.add_row(
             p["name"],
+            p.get("kind", ""),
             p["master"],
             str(p["capacity"]),
             "yes" if p["alive"] else "NO",

@@ -1,6 +1,7 @@
 """The connector SDK: everything a connector author imports, and nothing of the runtime."""
 
 from connect_core.sdk._paths import LocalPath
+from connect_core.sdk._spark import is_connect
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList, TopicName, TopicNames, split_list
 from connect_core.sdk.connector import (
     Connector,
@@ -84,6 +85,7 @@ __all__ = [
     "TopicPartition",
     "TransformConfig",
     "Transformation",
+    "is_connect",
     "keyed",
     "partition_key",
     "split_list",

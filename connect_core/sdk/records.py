@@ -107,10 +107,29 @@ class ArrowRecords:
 
     @property
     def inputs(self) -> DataFrame:
-        """The units as a DataFrame, `partitions` Spark partitions."""
+        """The units as a DataFrame, `partitions` Spark partitions (consecutive units in each, in order)."""
+        from connect_core.sdk._spark import is_connect
+
         slices = self.partitions or max(1, len(self.units))
-        return self.spark.createDataFrame(
-            self.spark.sparkContext.parallelize(list(self.units), slices), self.unit_schema
+        if not is_connect(self.spark):
+            return self.spark.createDataFrame(
+                self.spark.sparkContext.parallelize(list(self.units), slices), self.unit_schema
+            )
+        # Spark Connect has no `parallelize`: `range` splits 0..n-1 into `slices` consecutive runs as
+        # `parallelize` splits a list, and a broadcast join (which keeps the stream side's partitions
+        # and order) puts unit i on row i. A `repartition` would spread the units round-robin from a
+        # random start, reordering the partitions' output, and with it the offsets of a topic.
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        index = "__unit_index"
+        units = self.spark.createDataFrame(
+            [(i, *unit) for i, unit in enumerate(self.units)],
+            StructType([StructField(index, LongType(), False), *self.unit_schema.fields]),
+        )
+        ids = self.spark.range(0, len(self.units), 1, slices).withColumnRenamed("id", index)
+        return ids.join(F.broadcast(units), index).select(
+            *[F.col("`{}`".format(n.replace("`", "``"))) for n in self.unit_schema.fieldNames()]
         )
 
     def to_dataframe(self) -> DataFrame:

@@ -18,10 +18,11 @@ query Spark cannot run fails the batch.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import Field, field_validator
 
+from connect_core.sdk import is_connect
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.transforms import Transformation, TransformConfig
 
@@ -47,6 +48,8 @@ _FORBIDDEN = (
 _QUOTED = re.compile(r"`((?:[^`]|``)*)`")
 #: How an analysed plan prints a call through reflection (`CallMethodViaReflection`).
 _CALLS_JAVA = re.compile(r"\b(?:try_)?(?:reflect|java_method)\(", re.IGNORECASE)
+#: The analysed plan's section of an extended EXPLAIN (Spark Connect's only view of it).
+_ANALYSED = re.compile(r"== Analyzed Logical Plan ==\n(.*?)\n== Optimized Logical Plan ==", re.DOTALL)
 
 
 def _refused(query: str) -> str | None:
@@ -81,6 +84,28 @@ class SqlTransformConfig(TransformConfig):
         return value
 
 
+def _analysed_plan(df: DataFrame) -> str:
+    """The text of `df`'s analysed logical plan: from the JVM on a classic session; on Spark Connect
+    (no JVM here), the server's extended EXPLAIN, whose section of that name is the same text.
+
+    On Spark Connect the session's SQL settings are the server's defaults unless the client set them
+    (the runner sets `spark.sql.runSQLOnFiles=false` on every run's session): a session that would
+    let the query read files by their path is refused here rather than trusted."""
+    spark = df.sparkSession
+    if not is_connect(spark):
+        return str(df._jdf.queryExecution().analyzed().toString())
+    if str(spark.conf.get("spark.sql.runSQLOnFiles")).lower() != "false":
+        raise ConfigError(
+            "the SQL transform runs only where SQL cannot read files by their path: set "
+            "`spark.sql.runSQLOnFiles=false` on the Spark Connect session (every runner's session has it)",
+            {"query": ["would run where SQL reads files by their path"]},
+        )
+    explained: Any = df
+    text = str(explained._explain_string(mode="extended"))
+    found = _ANALYSED.search(text)
+    return found.group(1) if found else text  # unknown layout: the whole text, every plan in it
+
+
 class SqlTransform(Transformation[SqlTransformConfig]):
     config_model = SqlTransformConfig
     whole_batch = True
@@ -95,8 +120,7 @@ class SqlTransform(Transformation[SqlTransformConfig]):
         # The text check at create is a best effort (a function name can be quoted, `reflect`(…)); the
         # analysed plan names what the query really calls. (File reads are off in every runner's
         # session: `spark.sql.runSQLOnFiles=false`.)
-        jdf = getattr(out, "_jdf", None)
-        if jdf is not None and _CALLS_JAVA.search(jdf.queryExecution().analyzed().toString()):
+        if _CALLS_JAVA.search(_analysed_plan(out)):
             raise ConfigError(
                 "the SQL transform's query calls Java methods (reflect/java_method): refused",
                 {"query": ["calls Java methods"]},

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from connect_core.runtime.cluster.spark_connect import pool_kind, public_master
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.security import mask_text
 
@@ -68,7 +69,8 @@ def pools_overview(runtime: Runtime) -> list[dict[str, Any]]:
     return [
         {
             "name": p.name,
-            "master": p.master,
+            "kind": pool_kind(p.master),
+            "master": public_master(p.master),
             "capacity": p.capacity,
             "alive": p.alive,
             "seconds_since_heartbeat": round(p.seconds_since_heartbeat, 1),

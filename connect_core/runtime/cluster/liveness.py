@@ -4,6 +4,7 @@
 * `spark://host:port` (standalone): the master's JSON status endpoint (its web
   UI's `/json`, `http://host:8080/json` unless the pool names another URL);
   alive when the master is `ALIVE` with at least one alive worker.
+* `sc://host:port` (a Spark Connect server): a gRPC handshake with the server.
 * anything else with a probe URL (YARN's RM `/ws/v1/cluster/info`, a
   Kubernetes API `/readyz`, …): alive when the URL answers 2xx.
 * anything else without one: heartbeats come from outside
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from connect_core.runtime.cluster.pools import PoolInfo, PoolStore
+from connect_core.runtime.cluster.spark_connect import is_connect, public_master, reachable
 
 __all__ = ["ProbeResult", "probe", "probe_all", "probe_one", "probe_url"]
 
@@ -47,6 +49,10 @@ def probe_url(pool: PoolInfo) -> str | None:
 
 
 def probe(pool: PoolInfo, client: httpx.Client) -> ProbeResult | None:
+    if is_connect(pool.master) and not pool.probe_url:
+        error = reachable(pool.master, timeout=client.timeout.connect or 2.0)
+        found: dict[str, Any] = {"url": public_master(pool.master), **({"error": error} if error else {})}
+        return ProbeResult(pool.name, error is None, found)
     url = probe_url(pool)
     if url is None or pool.master.startswith("local"):
         return None

@@ -23,6 +23,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.cluster.allocation import Pool, Work, allocate
+from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect, pool_kind, public_master
 from connect_core.runtime.store.db import CONFLICT, check_storable, store_fault
 from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
 from connect_core.sdk.errors import ConfigError, NotFoundError
@@ -49,7 +50,8 @@ class PoolInfo:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "master": self.master,
+            "kind": pool_kind(self.master),
+            "master": public_master(self.master),
             "capacity": self.capacity,
             "conf": self.conf,
             "labels": self.labels,
@@ -126,7 +128,12 @@ class PoolStore:
         if capacity < 1:
             raise ConfigError(f"pool `{name}`: capacity must be at least 1, not {capacity}")
         if not master.strip():
-            raise ConfigError(f"pool `{name}`: master is required (local[n], spark://host:port, yarn, k8s://…)")
+            raise ConfigError(
+                f"pool `{name}`: master is required (local[n], spark://host:port, yarn, k8s://…, or a Spark "
+                "Connect server sc://host:port)"
+            )
+        if is_connect(master):
+            ConnectUrl.parse(master)  # a clear error for a malformed sc:// URL
         if probe_url is not None and not probe_url.startswith(("http://", "https://")):
             raise ConfigError(f"pool `{name}`: probe URL must be http(s)://…, not `{probe_url}`")
         values = {

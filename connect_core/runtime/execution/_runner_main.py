@@ -1,6 +1,7 @@
 """Entry point that `spark-submit` runs: one run of a task, inside the Spark driver — or one run
 of each of several tasks (`--connector A --task 0 --connector B --task 0`), one after another in
-the same SparkSession.
+the same SparkSession. With `CONNECT_SPARK_REMOTE=sc://…` in its environment it runs as a plain
+Python process instead, a client of that Spark Connect server (a warm pool), a session per run.
 
 Prints one line `CONNECT_RESULT {json}` per run on stdout. Exit codes: 0 all succeeded or
 skipped, 1 any failed, else 3 any fenced.
@@ -41,15 +42,17 @@ def main(argv: list[str] | None = None) -> int:
 
     from connect_core.runtime.context import Runtime
     from connect_core.runtime.execution.runner import TaskRunner
-    from connect_core.runtime.execution.submit import exit_code
+    from connect_core.runtime.execution.submit import REMOTE_ENV, exit_code
 
+    remote = os.environ.get(REMOTE_ENV)
     runtime = Runtime.open(upgrade=False)
     runner = TaskRunner(
         connectors=runtime.connectors,
         runs=runtime.runs,
         topics=runtime.topics,
         registry=runtime.registry,
-        spark=lambda: SparkSession.builder.getOrCreate(),
+        # a Spark Connect pool: a session of its own per run, on the warm server
+        spark=(lambda: SparkSession.builder.remote(remote).create()) if remote else SparkSession.builder.getOrCreate,
         lease_seconds=runtime.settings.lease_seconds,
         pool=args.pool,
         providers=runtime.providers,

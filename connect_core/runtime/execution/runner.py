@@ -36,6 +36,7 @@ from connect_core.runtime.processing.deadletter import DeadLetters, ErrorSetting
 from connect_core.runtime.processing.retry import RetryPolicy
 from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
+from connect_core.runtime.sparkutil import explain_failure, prepare_session, release_session, where_it_runs
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics.store import Segment, TopicStore
@@ -96,6 +97,14 @@ class _Heartbeat(threading.Thread):
 
 
 class TaskRunner:
+    """Runs tasks once each, on the SparkSession `spark()` gives for the run.
+
+    A classic session (the runner is the Spark driver) is the process's and outlives the run. A
+    Spark Connect session (a warm pool's client) is the run's own: the runner gives it the runners'
+    session settings, and stops it when the run ends, so that the server drops its temp views,
+    settings and cached data; `spark` then makes a new one per call (`builder.remote(url).create()`).
+    """
+
     def __init__(
         self,
         *,
@@ -136,6 +145,7 @@ class TaskRunner:
         spark: SparkSession | None = None
         try:
             spark = self._spark_factory()
+            prepare_session(spark)
             result.timings["spark_session_s"] = round(time.monotonic() - started, 3)
             self._collect_garbage(spark, lease)
             if lease.connector_type == "source":
@@ -150,7 +160,7 @@ class TaskRunner:
                 **({"errors": result.counts} if result.counts else {}),
                 "rows": result.rows,
                 "segments": result.segments,
-                "spark_master": spark.sparkContext.master,
+                **where_it_runs(spark),
             }
             commit_started = time.monotonic()
             self._runs.commit(lease, request)
@@ -161,15 +171,18 @@ class TaskRunner:
             result.state, result.message = "FENCED", str(exc)
             self._finish(lease, "FENCED", str(exc), result)
             self._discard(spark, staged)
-        except Exception as exc:
+        except Exception as raised:
             trace = mask_text(traceback.format_exc())
-            result.state, result.message = "FAILED", mask_text(f"{type(exc).__name__}: {exc}")
-            result.error_kind = error_kind(exc)
+            failure = explain_failure(raised, spark)
+            result.state, result.message = "FAILED", mask_text(f"{type(failure).__name__}: {failure}")
+            result.error_kind = error_kind(failure)
             log.error("run %s of `%s-%s` failed: %s", lease.run_id, connector, task_id, result.message)
             self._finish(lease, "FAILED", trace, result)
             self._discard(spark, staged)
         finally:
             heartbeat.stop()
+            if spark is not None:
+                release_session(spark)
             result.timings["run_s"] = round(time.monotonic() - started, 3)
         return result
 

@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect
 from connect_core.runtime.execution.jvm_archive import driver_java_options
 from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF, spark_env, spark_submit_path
 from connect_core.runtime.security import is_secret_key, mask_text, masker
@@ -29,13 +31,17 @@ from connect_core.runtime.settings import Settings
 
 if TYPE_CHECKING:
     from connect_core.runtime.cluster.rebalancer import Placement
+    from connect_core.runtime.context import Runtime
 
 __all__ = [
+    "REMOTE_ENV",
     "RESULT_PREFIX",
     "RUNNER_MAIN",
     "SubmitResult",
+    "connect_client_command",
     "exit_code",
     "merge_spark_conf",
+    "run_as_client",
     "runner_args",
     "runner_env",
     "secret_properties",
@@ -52,6 +58,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RESULT_PREFIX = "CONNECT_RESULT "
+#: The environment variable that makes the runner a client of a Spark Connect server (its URL).
+REMOTE_ENV = "CONNECT_SPARK_REMOTE"
 RUNNER_MAIN = Path(__file__).with_name("_runner_main.py")
 
 
@@ -200,6 +208,59 @@ def spark_submit_command(
     return [*cmd, str(RUNNER_MAIN), *args]
 
 
+def connect_client_command(
+    connector: str,
+    task_id: int,
+    master: str,
+    env: Mapping[str, str],
+    *,
+    pool: str | None = None,
+    more: Sequence[tuple[str, int]] = (),
+) -> tuple[list[str], dict[str, str]]:
+    """The runner as a plain Python client of the Spark Connect server at `master` (no spark-submit,
+    no JVM of its own), and its environment: the URL, which may hold the server's token, goes there
+    (`REMOTE_ENV`), never into the arguments."""
+    token = ConnectUrl.parse(master).params.get("token")
+    if token:
+        masker.add(token)
+    args = runner_args(connector, task_id, pool)
+    for other, other_task in more:
+        args += ["--connector", other, "--task", str(other_task)]
+    return [sys.executable, str(RUNNER_MAIN), *args], {**env, REMOTE_ENV: master}
+
+
+def run_as_client(
+    runtime: Runtime, tasks: Sequence[tuple[str, int]], master: str, pool: str | None
+) -> list[SubmitResult]:
+    """Runs of `tasks`, in order, in this process, as a client of the Spark Connect server at
+    `master` (a session per run): what `connect run` does on a warm pool, where a second process
+    would cost more than the run (its interpreter, imports and metadata connection)."""
+    from pyspark.sql import SparkSession
+
+    from connect_core.runtime.execution.runner import TaskRunner
+
+    token = ConnectUrl.parse(master).params.get("token")
+    if token:
+        masker.add(token)
+    runner = TaskRunner(
+        connectors=runtime.connectors,
+        runs=runtime.runs,
+        topics=runtime.topics,
+        registry=runtime.registry,
+        spark=lambda: SparkSession.builder.remote(master).create(),
+        lease_seconds=runtime.settings.lease_seconds,
+        pool=pool,
+        providers=runtime.providers,
+    )
+    found = []
+    for connector, task_id in tasks:
+        started = time.monotonic()
+        result = runner.run(connector, task_id)
+        wall = round(time.monotonic() - started, 3)
+        found.append(SubmitResult(connector, task_id, exit_code(result.state), wall, result.to_dict(), ""))
+    return found
+
+
 def submit_task(
     settings: Settings,
     database_url: str,
@@ -249,10 +310,13 @@ def submit_tasks(
         master, pool = master or "local[*]", None
     _, secret = split_secret_conf(spark_conf(conf, settings))
     with secret_properties(secret) as secret_args:
-        cmd = spark_submit_command(
-            settings, connector, task_id, master=master, conf=conf, pool=pool, more=more, secret_args=secret_args
-        )
-        log.info("spark-submit of %s: %s", ", ".join(f"`{c}-{t}`" for c, t in tasks), mask_text(" ".join(cmd)))
+        if is_connect(master):
+            cmd, env = connect_client_command(connector, task_id, master, env, pool=pool, more=more)
+        else:
+            cmd = spark_submit_command(
+                settings, connector, task_id, master=master, conf=conf, pool=pool, more=more, secret_args=secret_args
+            )
+        log.info("run of %s: %s", ", ".join(f"`{c}-{t}`" for c, t in tasks), mask_text(" ".join(cmd)))
         started = time.monotonic()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     wall = round(time.monotonic() - started, 3)

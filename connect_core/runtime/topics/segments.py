@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from connect_core.runtime.sparkutil import default_parallelism
 from connect_core.runtime.topics.store import Segment
+from connect_core.sdk import is_connect
 from connect_core.sdk.errors import FatalError
 from connect_core.sdk.records import DRIVER_MAX_ROWS, OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords
 
@@ -62,7 +65,7 @@ def write_segment(spark: SparkSession, records: DataFrame | ArrowRecords, path: 
     (
         df.withColumn(SEQ_COLUMN, F.monotonically_increasing_id())
         .withColumn(RUN_COLUMN, F.lit(run_id).cast("long"))
-        .write.mode("errorifexists")
+        .write.mode("error")  # errorifexists, by the name Spark Connect knows too
         .parquet(path)
     )
     return _row_count(spark, path)
@@ -75,6 +78,10 @@ def _remove_stale(spark: SparkSession, path: str) -> None:
         if Path(local).exists():
             log.warning("replacing files at %s left by a run that never committed", path)
             shutil.rmtree(local)
+        return
+    if is_connect(spark):
+        if _arrow_delete(path):
+            log.warning("replacing files at %s left by a run that never committed", path)
         return
     jvm: Any = spark.sparkContext._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
@@ -246,7 +253,7 @@ def arrow_topics(
         if not files:
             continue
         # one file per Spark partition, or several when there are many (small) files
-        slots = min(len(files), max(2, 2 * spark.sparkContext.defaultParallelism))
+        slots = min(len(files), max(2, 2 * default_parallelism(spark)))
         schema = frame.schema
         found[topic] = ArrowRecords(
             spark,
@@ -385,8 +392,42 @@ _PID_SHIFT = 33  # monotonically_increasing_id: partition id in the upper 31 bit
 
 
 def delete_path(spark: SparkSession, path: str) -> None:
-    """Recursively delete `path` on whatever Hadoop file system it is on."""
+    """Recursively delete `path` on whatever Hadoop file system it is on (on a Spark Connect
+    session, which has no JVM here: on whatever file system pyarrow reaches it by)."""
+    if is_connect(spark):
+        _arrow_delete(path)
+        return
     jvm: Any = spark.sparkContext._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     fs.delete(hadoop_path, True)
+
+
+#: Hadoop's names of S3 (`s3a://`), as pyarrow knows it.
+_ARROW_SCHEMES = {"s3a": "s3", "s3n": "s3"}
+
+
+def _arrow_delete(path: str) -> bool:
+    """Recursively delete `path` (a URI) with pyarrow's file systems, as Hadoop's `delete(path, true)`:
+    nothing when it does not exist. True when something was deleted."""
+    import pyarrow as pa
+    from pyarrow import fs
+
+    local = _local_dir(path)
+    scheme, sep, rest = path.partition("://")
+    uri = os.path.abspath(local) if local is not None else f"{_ARROW_SCHEMES.get(scheme.lower(), scheme)}{sep}{rest}"
+    try:
+        filesystem, inner = fs.FileSystem.from_uri(uri)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
+        raise FatalError(
+            f"cannot reach the topic path `{path}` from this Spark Connect client ({exc}): on a Spark Connect pool, "
+            "topics live on a file system pyarrow can reach (a local path, hdfs://, s3://, gs://, abfs://)"
+        ) from exc
+    info = filesystem.get_file_info(inner)
+    if info.type == fs.FileType.NotFound:
+        return False
+    if info.type == fs.FileType.Directory:
+        filesystem.delete_dir(inner)
+    else:
+        filesystem.delete_file(inner)
+    return True

@@ -1,0 +1,222 @@
+"""A Spark Connect server this machine starts and supervises as a warm pool (`connect pools start`).
+
+The server is a spark-submit of Spark's `SparkConnectServer` (its jar ships in the pyspark wheel),
+bound to 127.0.0.1 unless told otherwise, with a random token clients must present, the JDBC
+drivers on its classpath, Python workers of this interpreter, and the runner's Spark settings (UTC,
+no UI, the JVM class-data archive). Its process id, port and log live under
+`CONNECT_HOME/pools/<name>.*`; the token reaches it by environment, never by argument.
+
+Start-up waits for the server to answer and warms it with the work a first run does (an Arrow
+round trip through a Python worker), so the first task does not pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connect_core.runtime.cluster.spark_connect import reachable
+from connect_core.runtime.execution.spark_install import spark_env, spark_submit_path
+from connect_core.runtime.execution.submit import spark_conf, split_secret_conf
+from connect_core.runtime.settings import Settings
+from connect_core.sdk.errors import ConfigError, FatalError
+
+__all__ = ["ServerInfo", "start_server", "stop_server"]
+
+log = logging.getLogger(__name__)
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DRIVER_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/mariadb-java-client.jar")
+START_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    name: str
+    pid: int
+    port: int
+    master: str  # sc://localhost:port/;token=… (holds the token)
+    log_path: Path
+    started_s: float
+    warmed_s: float
+
+
+def _dir(settings: Settings) -> Path:
+    folder = Path(settings.home) / "pools"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
+def _free_port(bind: str) -> int:
+    with socket.socket() as s:
+        s.bind((bind, 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(
+    settings: Settings,
+    name: str,
+    *,
+    spark_master: str = "local[*]",
+    port: int | None = None,
+    bind: str = "127.0.0.1",
+    conf: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+) -> ServerInfo:
+    """Start the pool's server (an error if one already runs), wait until it answers, warm it;
+    `env` adds to its environment (say a PYTHONPATH its Python workers need)."""
+    folder = _dir(settings)
+    pid_file = folder / f"{name}.json"
+    if pid_file.exists() and _alive(json.loads(pid_file.read_text()).get("pid", 0)):
+        raise ConfigError(f"the Spark Connect server of pool `{name}` is already running (`connect pools stop {name}`)")
+    port = port or _free_port(bind)
+    token = secrets.token_urlsafe(32)
+    jars = [j for j in DRIVER_JARS if Path(j).exists()]
+    settings_conf = {
+        **spark_conf(conf, settings),
+        "spark.connect.grpc.binding.address": bind,
+        "spark.connect.grpc.binding.port": str(port),
+        "spark.pyspark.python": sys.executable,
+    }
+    public, secret = split_secret_conf(settings_conf)
+    if secret:
+        raise ConfigError(
+            f"secret Spark settings {sorted(secret)} are not passed to a pool's server on its command line"
+        )
+    cmd = [
+        spark_submit_path(settings),
+        "--class",
+        SERVER_CLASS,
+        "--master",
+        spark_master,
+        "--name",
+        f"connect-pool:{name}",
+    ]
+    for key, value in public.items():
+        cmd += ["--conf", f"{key}={value}"]
+    if jars:
+        cmd += ["--jars", ",".join(jars)]
+    cmd.append("spark-internal")
+    proc_env = {
+        **os.environ,
+        **spark_env(settings),
+        "SPARK_CONNECT_AUTHENTICATE_TOKEN": token,
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        **(env or {}),
+    }
+    for client_mark in ("SPARK_CONNECT_MODE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE"):
+        proc_env.pop(client_mark, None)  # the server itself is a classic Spark application
+    log_path = folder / f"{name}.log"
+    started = time.monotonic()
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(cmd, env=proc_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    host = "localhost" if bind in ("127.0.0.1", "localhost") else bind
+    master = f"sc://{host}:{port}/;token={token}"
+    pid_file.write_text(json.dumps({"pid": proc.pid, "port": port, "bind": bind}))
+    os.chmod(pid_file, 0o600)
+    try:
+        _wait(proc, master, log_path)
+        started_s = time.monotonic() - started
+        _warm(master)
+    except BaseException:
+        _kill(proc.pid)
+        pid_file.unlink(missing_ok=True)
+        raise
+    info = ServerInfo(name, proc.pid, port, master, log_path, started_s, time.monotonic() - started - started_s)
+    log.info(
+        "Spark Connect server of pool `%s` on port %d: up in %.1f s, warm in %.1f s",
+        name,
+        port,
+        started_s,
+        info.warmed_s,
+    )
+    return info
+
+
+def _wait(proc: subprocess.Popen[bytes], master: str, log_path: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace").splitlines()[-15:]
+            raise FatalError(f"the Spark Connect server exited with {proc.returncode} at start-up:\n" + "\n".join(tail))
+        if reachable(master, timeout=1.0) is None:
+            return
+        time.sleep(0.5)
+    raise FatalError(f"the Spark Connect server did not answer within {START_TIMEOUT_S:.0f} s (log: {log_path})")
+
+
+def _warm(master: str) -> None:
+    """What a first run does, once: a session, an Arrow round trip through a Python worker."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(master).create()
+    try:
+
+        def same(batches: Any) -> Any:
+            yield from batches
+
+        spark.range(1000).mapInArrow(same, "id long").agg({"id": "sum"}).collect()
+    finally:
+        spark.stop()
+
+
+def stop_server(settings: Settings, name: str, timeout: float = 30.0) -> bool:
+    """Stop the pool's server if this machine runs it; whether one was running."""
+    pid_file = _dir(settings) / f"{name}.json"
+    if not pid_file.exists():
+        return False
+    pid = int(json.loads(pid_file.read_text()).get("pid", 0))
+    running = _alive(pid)
+    if running:
+        _kill(pid, timeout)
+    pid_file.unlink(missing_ok=True)
+    return running
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:  # a server this process started and that died is a zombie until reaped
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill(pid: int, timeout: float = 30.0) -> None:
+    """SIGTERM to the server's process group, SIGKILL if it is still there after `timeout`."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        if not _alive(pid):
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
