@@ -234,15 +234,7 @@ def in_process_rerun(runtime: Runtime, spark: Any) -> Rerun:
     """Reruns by the runner in this process on `spark` (one at a time: the session is shared)."""
     from connect_core.runtime.execution.runner import TaskRunner
 
-    runner = TaskRunner(
-        connectors=runtime.connectors,
-        runs=runtime.runs,
-        topics=runtime.topics,
-        registry=runtime.registry,
-        spark=lambda: spark,
-        lease_seconds=runtime.settings.lease_seconds,
-        providers=runtime.providers,
-    )
+    runner = TaskRunner.for_runtime(runtime, lambda: spark)
     lock = threading.Lock()
 
     def rerun(connectors: Sequence[str]) -> None:

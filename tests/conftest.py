@@ -132,16 +132,7 @@ def spark_connect_url(pg_server: str, tmp_path_factory: pytest.TempPathFactory) 
 def make_runner(runtime: Runtime, spark, *, pool: str | None = None, spark_factory=None) -> TaskRunner:  # type: ignore[no-untyped-def]
     """A runner on the runtime's stores and plugins, using the shared SparkSession (or `spark_factory`),
     running as if on Spark pool `pool`."""
-    return TaskRunner(
-        connectors=runtime.connectors,
-        runs=runtime.runs,
-        topics=runtime.topics,
-        registry=runtime.registry,
-        spark=spark_factory or (lambda: spark),
-        lease_seconds=runtime.settings.lease_seconds,
-        pool=pool,
-        providers=runtime.providers,
-    )
+    return TaskRunner.for_runtime(runtime, spark_factory or (lambda: spark), pool=pool)
 
 
 @pytest.fixture

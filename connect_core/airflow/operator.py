@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 
 from connect_core.airflow.hook import ConnectSubmitHook
 from connect_core.runtime.cluster.rebalancer import Placement, place
-from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect, public_master
+from connect_core.runtime.cluster.spark_connect import is_connect_master, public_master, token_of
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.precheck import has_new_data
 from connect_core.runtime.execution.submit import (
@@ -99,7 +99,7 @@ class ConnectTaskOperator(SparkSubmitOperator):
             before = _last_run_id(runtime, self.connector, self.connect_task_id)
             failure: Exception | None = None
             try:
-                if self._placement is not None and is_connect(self._placement.master):
+                if self._placement is not None and is_connect_master(self._placement.master):
                     self._run_client()
                 else:
                     super().execute(context)
@@ -165,8 +165,7 @@ class ConnectTaskOperator(SparkSubmitOperator):
         """A Spark Connect pool: the runner as a plain Python client of the warm server, its output
         in this task's log (masked); no spark-submit, no JVM start-up."""
         assert self._placement is not None
-        token = ConnectUrl.parse(self._placement.master).params.get("token")
-        if token:
+        if token := token_of(self._placement.master):
             mask_secret(token)
         cmd, env = connect_client_command(
             self.connector,

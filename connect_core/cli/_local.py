@@ -32,7 +32,7 @@ def run(
     another in one Spark application, as a Kafka Connect worker hosts many tasks — so
     `connect run shop-source shop-sink` pays one Spark start-up for a whole sync."""
     from connect_core.runtime.cluster.rebalancer import place
-    from connect_core.runtime.cluster.spark_connect import is_connect
+    from connect_core.runtime.cluster.spark_connect import is_connect_master
     from connect_core.runtime.execution.submit import merge_spark_conf, run_as_client, submit_tasks
 
     if task is not None and len(names) > 1:
@@ -52,7 +52,7 @@ def run(
         results, pools = [], []
         for group in groups:
             target = group[0][3].master if group[0][3] else master
-            if target and is_connect(target):  # a warm pool: this process is the client, no spark-submit
+            if target and is_connect_master(target):  # a warm pool: this process is the client, no spark-submit
                 results += run_as_client(rt, [(g[0], g[1]) for g in group], target, group[0][2] or None)
                 pools += [g[2] for g in group]
                 continue

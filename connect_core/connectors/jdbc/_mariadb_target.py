@@ -33,8 +33,10 @@ from connect_core.connectors.jdbc._staging import (
     ArrowStaged,
     Layout,
     copier,
+    next_offsets,
     run_copy,
     stager,
+    where_text,
 )
 from connect_core.connectors.jdbc.dialect import dialect_for
 from connect_core.connectors.jdbc.types import mariadb_type
@@ -228,9 +230,7 @@ class MariaDbTarget:
             "%s: %d row(s) staged %s in %.1f s, %d merged into %s in %.1f s%s",
             topic,
             staged_rows,
-            "from the driver"
-            if isinstance(staged, ArrowStaged) and staged.records.in_driver
-            else "from Spark's workers",
+            where_text(staged),
             stage_s,
             written,
             table,
@@ -253,11 +253,7 @@ class MariaDbTarget:
         )
 
     def _record_offsets(self, cur: Any, topic: str, reached: list[Any]) -> None:
-        ends: dict[int, int] = {}
-        for row in reached:
-            if row["n"]:
-                ends[row["p"]] = max(ends.get(row["p"], -1), row["o"] + 1)
-        for partition, end in sorted(ends.items()):
+        for partition, end in next_offsets(reached).items():
             cur.execute(
                 "INSERT INTO connect_sink_offsets VALUES (%s, %s, %s, %s) "
                 "ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))",

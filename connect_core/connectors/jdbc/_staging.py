@@ -26,6 +26,7 @@ __all__ = [
     "copier",
     "key_fields",
     "layout",
+    "next_offsets",
     "run_copy",
     "stager",
     "where_text",
@@ -161,6 +162,15 @@ def layout(topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str) -> Layou
     if missing:
         raise ConfigError(f"topic `{topic}` has no column(s) {missing} for `pk.fields`", {"pk.fields": missing})
     return Layout(table, df, values, keys, from_key)
+
+
+def next_offsets(reached: list[dict[str, Any]]) -> dict[int, int]:
+    """The next offset of every topic partition the writers reached (their `p`, `o`, `n` rows)."""
+    ends: dict[int, int] = {}
+    for row in reached:
+        if row["n"]:
+            ends[row["p"]] = max(ends.get(row["p"], -1), row["o"] + 1)
+    return dict(sorted(ends.items()))
 
 
 def key_fields(topic: str, df: DataFrame, wanted: list[str]) -> list[str]:

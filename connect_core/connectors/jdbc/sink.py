@@ -408,11 +408,7 @@ class JdbcSinkTask(SinkTask):
 
     def _record_offsets(self, cur: Any, topic: str, reached: list[Any]) -> None:
         """The next offset of every topic partition written, in the target's transaction."""
-        ends: dict[int, int] = {}
-        for row in reached:
-            if row["n"]:
-                ends[row["p"]] = max(ends.get(row["p"], -1), row["o"] + 1)
-        for partition, end in sorted(ends.items()):
+        for partition, end in _staging.next_offsets(reached).items():
             cur.execute(
                 f"INSERT INTO {OFFSETS_TABLE} VALUES (%s, %s, %s, %s) ON CONFLICT (connector, topic, partition) "
                 f"DO UPDATE SET next_offset = GREATEST({OFFSETS_TABLE}.next_offset, EXCLUDED.next_offset)",

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from connect_core.runtime.cluster.pools import check_pool_name
 from connect_core.runtime.cluster.spark_connect import reachable
 from connect_core.runtime.execution.spark_install import spark_env, spark_submit_path
 from connect_core.runtime.execution.submit import spark_conf, split_secret_conf
@@ -51,7 +52,10 @@ class ServerInfo:
     warmed_s: float
 
 
-def _dir(settings: Settings) -> Path:
+def _files(settings: Settings, name: str) -> Path:
+    """The folder of the pool servers' files (`CONNECT_HOME/pools`), `name` checked first: it names
+    files there, so it can hold no path."""
+    check_pool_name(name)
     folder = Path(settings.home) / "pools"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder
@@ -75,7 +79,7 @@ def start_server(
 ) -> ServerInfo:
     """Start the pool's server (an error if one already runs), wait until it answers, warm it;
     `env` adds to its environment (say a PYTHONPATH its Python workers need)."""
-    folder = _dir(settings)
+    folder = _files(settings, name)
     pid_file = folder / f"{name}.json"
     if pid_file.exists() and _alive(json.loads(pid_file.read_text()).get("pid", 0)):
         raise ConfigError(f"the Spark Connect server of pool `{name}` is already running (`connect pools stop {name}`)")
@@ -173,7 +177,7 @@ def _warm(master: str) -> None:
 
 def stop_server(settings: Settings, name: str, timeout: float = 30.0) -> bool:
     """Stop the pool's server if this machine runs it; whether one was running."""
-    pid_file = _dir(settings) / f"{name}.json"
+    pid_file = _files(settings, name) / f"{name}.json"
     if not pid_file.exists():
         return False
     pid = int(json.loads(pid_file.read_text()).get("pid", 0))

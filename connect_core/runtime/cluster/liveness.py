@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from connect_core.runtime.cluster.pools import PoolInfo, PoolStore
-from connect_core.runtime.cluster.spark_connect import is_connect, public_master, reachable
+from connect_core.runtime.cluster.spark_connect import is_connect_master, public_master, reachable
 
 __all__ = ["ProbeResult", "probe", "probe_all", "probe_one", "probe_url"]
 
@@ -49,7 +49,7 @@ def probe_url(pool: PoolInfo) -> str | None:
 
 
 def probe(pool: PoolInfo, client: httpx.Client) -> ProbeResult | None:
-    if is_connect(pool.master) and not pool.probe_url:
+    if is_connect_master(pool.master) and not pool.probe_url:
         error = reachable(pool.master, timeout=client.timeout.connect or 2.0)
         found: dict[str, Any] = {"url": public_master(pool.master), **({"error": error} if error else {})}
         return ProbeResult(pool.name, error is None, found)

@@ -23,16 +23,22 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.cluster.allocation import Pool, Work, allocate
-from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect, pool_kind, public_master
+from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect_master, pool_kind, public_master
 from connect_core.runtime.store.db import CONFLICT, check_storable, store_fault
 from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
-__all__ = ["Plan", "PoolInfo", "PoolStore", "RebalanceResult"]
+__all__ = ["Plan", "PoolInfo", "PoolStore", "RebalanceResult", "check_pool_name"]
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 CONNECTOR_ITSELF = -1
 _REBALANCE_ATTEMPTS = 3
+
+
+def check_pool_name(name: str) -> None:
+    """A ConfigError unless `name` is a pool name (it also names files: no path in it)."""
+    if not _POOL_NAME.match(name) or name in (".", ".."):
+        raise ConfigError(f"invalid pool name `{name}`: 1-100 letters, digits, '.', '_' or '-'")
 
 
 @dataclass(frozen=True)
@@ -123,8 +129,7 @@ class PoolStore:
         """Register (or update) a pool; it counts as alive from now."""
         check_storable({"master": master, "conf": dict(conf or {}), "labels": dict(labels or {})}, "pool")
         check_storable(probe_url or "", "pool probe URL")
-        if not _POOL_NAME.match(name):
-            raise ConfigError(f"invalid pool name `{name}`: 1-100 letters, digits, '.', '_' or '-'")
+        check_pool_name(name)
         if capacity < 1:
             raise ConfigError(f"pool `{name}`: capacity must be at least 1, not {capacity}")
         if not master.strip():
@@ -132,7 +137,7 @@ class PoolStore:
                 f"pool `{name}`: master is required (local[n], spark://host:port, yarn, k8s://…, or a Spark "
                 "Connect server sc://host:port)"
             )
-        if is_connect(master):
+        if is_connect_master(master):
             ConnectUrl.parse(master)  # a clear error for a malformed sc:// URL
         if probe_url is not None and not probe_url.startswith(("http://", "https://")):
             raise ConfigError(f"pool `{name}`: probe URL must be http(s)://…, not `{probe_url}`")

@@ -15,25 +15,25 @@ from urllib.parse import urlsplit
 
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["ConnectUrl", "is_connect", "pool_kind", "public_master", "reachable"]
+__all__ = ["ConnectUrl", "is_connect_master", "pool_kind", "public_master", "reachable", "token_of"]
 
 CONNECT_SCHEME = "sc://"
 DEFAULT_PORT = 15002
 _TOKEN = re.compile(r"(;\s*token\s*=)[^;]*", re.IGNORECASE)
 
 
-def is_connect(master: str) -> bool:
+def is_connect_master(master: str) -> bool:
     return master.strip().lower().startswith(CONNECT_SCHEME)
 
 
 def pool_kind(master: str) -> str:
     """`spark-connect` (a warm server tasks connect to) or `classic` (a spark-submit per run)."""
-    return "spark-connect" if is_connect(master) else "classic"
+    return "spark-connect" if is_connect_master(master) else "classic"
 
 
 def public_master(master: str) -> str:
     """The master as it may be shown: a Spark Connect URL's token masked."""
-    return _TOKEN.sub(r"\1****", master) if is_connect(master) else master
+    return _TOKEN.sub(r"\1****", master) if is_connect_master(master) else master
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ConnectUrl:
     @classmethod
     def parse(cls, master: str) -> ConnectUrl:
         """`sc://host[:port][/;key=value;…]`, checked: a ConfigError says what is wrong."""
-        if not is_connect(master):
+        if not is_connect_master(master):
             raise ConfigError(f"`{public_master(master)}` is not a Spark Connect URL (sc://host:port)")
         rest = master.strip()[len(CONNECT_SCHEME) :]
         where, _, tail = rest.partition("/")
@@ -63,6 +63,11 @@ class ConnectUrl:
                 raise ConfigError(f"`{public_master(master)}`: `{key}` is not a key=value parameter")
             params[key.strip().lower()] = value.strip()
         return cls(parts.hostname, port, params)
+
+
+def token_of(master: str) -> str | None:
+    """The token a Spark Connect URL carries, if any (to add to the log maskers)."""
+    return ConnectUrl.parse(master).params.get("token") if is_connect_master(master) else None
 
 
 def reachable(master: str, timeout: float = 2.0) -> str | None:

@@ -46,17 +46,9 @@ def main(argv: list[str] | None = None) -> int:
 
     remote = os.environ.get(REMOTE_ENV)
     runtime = Runtime.open(upgrade=False)
-    runner = TaskRunner(
-        connectors=runtime.connectors,
-        runs=runtime.runs,
-        topics=runtime.topics,
-        registry=runtime.registry,
-        # a Spark Connect pool: a session of its own per run, on the warm server
-        spark=(lambda: SparkSession.builder.remote(remote).create()) if remote else SparkSession.builder.getOrCreate,
-        lease_seconds=runtime.settings.lease_seconds,
-        pool=args.pool,
-        providers=runtime.providers,
-    )
+    # a Spark Connect pool: a session of its own per run, on the warm server
+    spark = (lambda: SparkSession.builder.remote(remote).create()) if remote else SparkSession.builder.getOrCreate
+    runner = TaskRunner.for_runtime(runtime, spark, pool=args.pool)
     results = []
     try:
         for connector, task_id in zip(args.connector, args.task, strict=True):

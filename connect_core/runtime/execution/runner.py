@@ -48,6 +48,8 @@ from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from connect_core.runtime.context import Runtime
+
 __all__ = ["RunResult", "TaskRunner", "error_kind"]
 
 log = logging.getLogger(__name__)
@@ -104,6 +106,20 @@ class TaskRunner:
     session settings, and stops it when the run ends, so that the server drops its temp views,
     settings and cached data; `spark` then makes a new one per call (`builder.remote(url).create()`).
     """
+
+    @classmethod
+    def for_runtime(cls, runtime: Runtime, spark: Callable[[], SparkSession], *, pool: str | None = None) -> TaskRunner:
+        """A runner on `runtime`'s stores, plugins and config providers, running as if on Spark pool `pool`."""
+        return cls(
+            connectors=runtime.connectors,
+            runs=runtime.runs,
+            topics=runtime.topics,
+            registry=runtime.registry,
+            spark=spark,
+            lease_seconds=runtime.settings.lease_seconds,
+            pool=pool,
+            providers=runtime.providers,
+        )
 
     def __init__(
         self,

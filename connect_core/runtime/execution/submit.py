@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect
+from connect_core.runtime.cluster.spark_connect import is_connect_master, token_of
 from connect_core.runtime.execution.jvm_archive import driver_java_options
 from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF, spark_env, spark_submit_path
 from connect_core.runtime.security import is_secret_key, mask_text, masker
@@ -150,8 +150,14 @@ _PROPERTY_ESCAPES = str.maketrans(
 )
 
 
-def runner_args(connector: str, task_id: int, pool: str | None = None) -> list[str]:
-    return ["--connector", connector, "--task", str(task_id), *(["--pool", pool] if pool else [])]
+def runner_args(
+    connector: str, task_id: int, pool: str | None = None, more: Sequence[tuple[str, int]] = ()
+) -> list[str]:
+    """The runner's arguments: a run of the task, then of each task in `more`, in one process."""
+    args = ["--connector", connector, "--task", str(task_id), *(["--pool", pool] if pool else [])]
+    for other, other_task in more:
+        args += ["--connector", other, "--task", str(other_task)]
+    return args
 
 
 def security_env(settings: Settings) -> dict[str, str]:
@@ -202,10 +208,7 @@ def spark_submit_command(
     for key, value in public.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += secret_args
-    args = runner_args(connector, task_id, pool)
-    for other, other_task in more:
-        args += ["--connector", other, "--task", str(other_task)]
-    return [*cmd, str(RUNNER_MAIN), *args]
+    return [*cmd, str(RUNNER_MAIN), *runner_args(connector, task_id, pool, more)]
 
 
 def connect_client_command(
@@ -220,13 +223,9 @@ def connect_client_command(
     """The runner as a plain Python client of the Spark Connect server at `master` (no spark-submit,
     no JVM of its own), and its environment: the URL, which may hold the server's token, goes there
     (`REMOTE_ENV`), never into the arguments."""
-    token = ConnectUrl.parse(master).params.get("token")
-    if token:
+    if token := token_of(master):
         masker.add(token)
-    args = runner_args(connector, task_id, pool)
-    for other, other_task in more:
-        args += ["--connector", other, "--task", str(other_task)]
-    return [sys.executable, str(RUNNER_MAIN), *args], {**env, REMOTE_ENV: master}
+    return [sys.executable, str(RUNNER_MAIN), *runner_args(connector, task_id, pool, more)], {**env, REMOTE_ENV: master}
 
 
 def run_as_client(
@@ -239,19 +238,9 @@ def run_as_client(
 
     from connect_core.runtime.execution.runner import TaskRunner
 
-    token = ConnectUrl.parse(master).params.get("token")
-    if token:
+    if token := token_of(master):
         masker.add(token)
-    runner = TaskRunner(
-        connectors=runtime.connectors,
-        runs=runtime.runs,
-        topics=runtime.topics,
-        registry=runtime.registry,
-        spark=lambda: SparkSession.builder.remote(master).create(),
-        lease_seconds=runtime.settings.lease_seconds,
-        pool=pool,
-        providers=runtime.providers,
-    )
+    runner = TaskRunner.for_runtime(runtime, lambda: SparkSession.builder.remote(master).create(), pool=pool)
     found = []
     for connector, task_id in tasks:
         started = time.monotonic()
@@ -310,7 +299,7 @@ def submit_tasks(
         master, pool = master or "local[*]", None
     _, secret = split_secret_conf(spark_conf(conf, settings))
     with secret_properties(secret) as secret_args:
-        if is_connect(master):
+        if is_connect_master(master):
             cmd, env = connect_client_command(connector, task_id, master, env, pool=pool, more=more)
         else:
             cmd = spark_submit_command(

@@ -79,16 +79,8 @@ def _remove_stale(spark: SparkSession, path: str) -> None:
             log.warning("replacing files at %s left by a run that never committed", path)
             shutil.rmtree(local)
         return
-    if is_connect(spark):
-        if _arrow_delete(path):
-            log.warning("replacing files at %s left by a run that never committed", path)
-        return
-    jvm: Any = spark.sparkContext._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if fs.exists(hadoop_path):
+    if _delete(spark, path):
         log.warning("replacing files at %s left by a run that never committed", path)
-        fs.delete(hadoop_path, True)
 
 
 def _local_dir(path: str) -> str | None:
@@ -394,13 +386,17 @@ _PID_SHIFT = 33  # monotonically_increasing_id: partition id in the upper 31 bit
 def delete_path(spark: SparkSession, path: str) -> None:
     """Recursively delete `path` on whatever Hadoop file system it is on (on a Spark Connect
     session, which has no JVM here: on whatever file system pyarrow reaches it by)."""
+    _delete(spark, path)
+
+
+def _delete(spark: SparkSession, path: str) -> bool:
+    """Recursively delete `path` if it exists; whether it did."""
     if is_connect(spark):
-        _arrow_delete(path)
-        return
+        return _arrow_delete(path)
     jvm: Any = spark.sparkContext._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    fs.delete(hadoop_path, True)
+    return bool(fs.delete(hadoop_path, True))
 
 
 #: Hadoop's names of S3 (`s3a://`), as pyarrow knows it.

@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import httpx
 import pytest
 
+from connect_core.runtime.cluster.connect_server import start_server, stop_server
 from connect_core.runtime.cluster.liveness import probe
 from connect_core.runtime.cluster.pools import PoolInfo
 from connect_core.runtime.cluster.spark_connect import ConnectUrl, pool_kind, public_master, reachable
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.submit import REMOTE_ENV, connect_client_command
+from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import ConfigError
 
 
@@ -54,3 +57,15 @@ def test_a_connect_pool_that_does_not_answer_is_dead() -> None:
         result = probe(PoolInfo("warm", master, {}, 1, {}, True, 0.0), client)
     assert result is not None and not result.ok
     assert "s3cr3t" not in repr(result.detail)
+
+
+def test_a_pool_name_that_is_a_path_never_names_a_file(tmp_path: Path, pg_server: str) -> None:
+    """`connect pools start/stop NAME` keep the server's files under CONNECT_HOME/pools/NAME.*."""
+    settings = Settings(database_url=pg_server, home=tmp_path / "home")
+    for hostile in ("../../etc/x", "..", "a/b", ""):
+        with pytest.raises(ConfigError, match="invalid pool name"):
+            start_server(settings, hostile)
+        with pytest.raises(ConfigError, match="invalid pool name"):
+            stop_server(settings, hostile)
+    assert not (tmp_path / "etc").exists()
+    assert stop_server(settings, "never.started") is False
