@@ -40,6 +40,7 @@ from connect_core.runtime.execution.submit import (
     spark_conf,
     split_secret_conf,
 )
+from connect_core.runtime.execution.worker_client import WorkerGone, find_worker, fingerprint, run_on_worker
 from connect_core.runtime.security import mask_text, masker
 from connect_core.runtime.store.connectors import ConnectorInfo
 from connect_core.sdk.errors import ConfigError, FatalError
@@ -100,7 +101,7 @@ class ConnectTaskOperator(SparkSubmitOperator):
             failure: Exception | None = None
             try:
                 if self._placement is not None and is_connect_master(self._placement.master):
-                    self._run_client()
+                    self._run_client(runtime)
                 else:
                     super().execute(context)
             except Exception as exc:  # spark-submit's exit code; the run's own record says why
@@ -161,12 +162,15 @@ class ConnectTaskOperator(SparkSubmitOperator):
         )
         return info
 
-    def _run_client(self) -> None:
-        """A Spark Connect pool: the runner as a plain Python client of the warm server, its output
-        in this task's log (masked); no spark-submit, no JVM start-up."""
+    def _run_client(self, runtime: Runtime) -> None:
+        """A Spark Connect pool: the run goes to the pool's worker if it runs on this machine (a warm
+        process: no interpreter or imports to pay), else to the runner as a plain Python client of
+        the warm server; either way its output is this task's log (masked), and no JVM starts."""
         assert self._placement is not None
         if token := token_of(self._placement.master):
             mask_secret(token)
+        if self._run_on_worker(runtime):
+            return
         cmd, env = connect_client_command(
             self.connector,
             self.connect_task_id,
@@ -180,6 +184,27 @@ class ConnectTaskOperator(SparkSubmitOperator):
             self.log.info("%s", mask_text(line.rstrip()))
         if proc.wait() != 0:
             raise AirflowException(f"the runner (a Spark Connect client) exited with {proc.returncode}")
+
+    def _run_on_worker(self, runtime: Runtime) -> bool:
+        """Whether the pool's worker on this machine took the run (its record says how it went)."""
+        assert self._placement is not None
+        settings = runtime.settings
+        mark = fingerprint(settings)
+        path = find_worker(settings.home, mark, pool=self._placement.pool)
+        if path is None:
+            return False
+        self.log.info("the run goes to the worker of pool `%s`", self._placement.pool)
+        try:
+            answer = run_on_worker(
+                path,
+                mark,
+                [self.connector],
+                task=self.connect_task_id,
+                on_log=lambda level, line: self.log.log(level, "%s", mask_text(line)),
+            )
+        except WorkerGone as exc:
+            raise AirflowException(str(exc)) from None
+        return answer is not None
 
     def _fail(self, run: dict[str, Any]) -> None:
         """Fail the task with the run's root cause: for good if a retry cannot help, else retriably."""

@@ -7,13 +7,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from connect_core.runtime.context import Runtime
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
+
+if TYPE_CHECKING:
+    from connect_core.runtime.context import Runtime
 
 __all__ = ["OutputOpt", "app", "backend", "err", "load_config", "out", "print_json", "runtime"]
 
@@ -58,6 +60,8 @@ def _errors() -> Iterator[None]:
 @contextmanager
 def runtime(upgrade: bool = True) -> Iterator[Runtime]:
     """The local runtime (metadata store); for commands that only work next to it."""
+    from connect_core.runtime.context import Runtime
+
     with _errors():
         rt = Runtime.open(upgrade=upgrade)
         try:
@@ -80,6 +84,7 @@ def backend() -> Iterator[Any]:
                 client.close()
         else:
             from connect_core.rest.service import ConnectService
+            from connect_core.runtime.context import Runtime
 
             rt = Runtime.open()
             service = ConnectService(rt)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
+import logging
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from connect_core.cli._app import OutputOpt, app, err, out, print_json, runtime
-from connect_core.runtime.context import Runtime
+from connect_core.cli._app import OutputOpt, _errors, app, err, out, print_json, runtime
 
 db_app = typer.Typer(help="The metadata schema.", no_args_is_help=True)
 airflow_app = typer.Typer(help="The local Airflow platform.", no_args_is_help=True)
@@ -30,80 +29,83 @@ def run(
 
     Consecutive tasks placed on the same Spark pool share one spark-submit: they run one after
     another in one Spark application, as a Kafka Connect worker hosts many tasks — so
-    `connect run shop-source shop-sink` pays one Spark start-up for a whole sync."""
-    from connect_core.runtime.cluster.rebalancer import place
-    from connect_core.runtime.cluster.spark_connect import is_connect_master
-    from connect_core.runtime.execution.submit import merge_spark_conf, run_as_client, submit_tasks
-
+    `connect run shop-source shop-sink` pays one Spark start-up for a whole sync. With a warm pool
+    on this machine (`connect pools start`), its worker runs them: no start-up at all."""
     if task is not None and len(names) > 1:
         raise typer.BadParameter("--task needs a single connector")
-    with runtime() as rt:
-        planned = []  # (connector, task, pool name, placement)
-        for name in names:
-            info = rt.connectors.get(name)
-            for t in [task] if task is not None else list(range(len(info.tasks))):
-                placement = None if master else place(rt.engine, rt.settings, name, t)
-                planned.append((name, t, placement.pool if placement else master or "", placement))
-        # consecutive tasks on the same pool and master share a spark-submit
-        groups = [
-            list(group)
-            for _, group in itertools.groupby(planned, key=lambda p: (p[2], p[3].master if p[3] else master))
-        ]
-        results, pools = [], []
-        for group in groups:
-            target = group[0][3].master if group[0][3] else master
-            if target and is_connect_master(target):  # a warm pool: this process is the client, no spark-submit
-                results += run_as_client(rt, [(g[0], g[1]) for g in group], target, group[0][2] or None)
-                pools += [g[2] for g in group]
-                continue
-            conf = merge_spark_conf(*(rt.spark_conf_for(name) for name in dict.fromkeys(g[0] for g in group)))
-            results += submit_tasks(
-                rt.settings,
-                rt.database_url,
-                [(g[0], g[1]) for g in group],
-                master=master,
-                placement=group[0][3],
-                conf=conf,
-            )
-            pools += [g[2] for g in group]
+    answer = _run_on_worker(names, task, master)
+    if answer is None:
+        answer = _run_here(names, task, master)
+    results, groups = answer["results"], answer["groups"]
     if output == "json":
-        print_json(
-            [
-                {**r.result, "pool": p, "exit_code": r.exit_code, "wall_s": r.wall_s}
-                for r, p in zip(results, pools, strict=True)
-            ]
-        )
+        print_json([{k: v for k, v in r.items() if k != "tail"} for r in results])
     else:
-        many = len(names) > 1
-        table = Table(
-            *(["connector"] if many else []), "task", "pool", "run", "state", "rows", "wall s", "start-up s", "work s"
-        )
-        for r, pool in zip(results, pools, strict=True):
-            work = r.result.get("timings", {}).get("run_s", 0.0)
-            table.add_row(
-                *([r.connector] if many else []),
-                str(r.task_id),
-                pool,
-                str(r.result.get("run_id", "")),
-                r.state,
-                str(r.result.get("rows", "")),
-                f"{r.wall_s:.1f}",
-                f"{r.wall_s - work:.1f}",
-                f"{work:.1f}",
-            )
-        out.print(f"[bold]{', '.join(names)}[/bold]: ran {len(results)} task(s) in {len(groups)} group(s) of runs")
-        out.print(table)
-        for r in results:
-            if r.result.get("message"):
-                out.print(f"{r.connector} task {r.task_id}: {r.result['message']}", highlight=False)
+        _print_runs(names, results, groups)
     for r in results:
-        if r.state not in ("SUCCEEDED", "SKIPPED"):
-            if not r.result:
+        if r.get("state") not in ("SUCCEEDED", "SKIPPED"):
+            if r.get("run_id") is None and r.get("tail"):
                 err.print(
-                    f"{r.connector} task {r.task_id} exited with {r.exit_code}; last output:\n{r.stderr_tail}",
+                    f"{r['connector']} task {r['task_id']} exited with {r['exit_code']}; last output:\n{r['tail']}",
                     highlight=False,
                 )
             raise typer.Exit(1)
+
+
+def _run_on_worker(names: list[str], task: int | None, master: str | None) -> dict[str, Any] | None:
+    """The runs, done by a warm pool's worker on this machine if one serves this metadata store
+    (only the standard library and the settings are loaded for it); None if there is none."""
+    from connect_core.runtime.cluster.spark_connect import is_connect_master
+    from connect_core.runtime.execution.worker_client import find_worker, fingerprint, run_on_worker
+    from connect_core.runtime.settings import Settings
+
+    if master is not None and not is_connect_master(master):
+        return None
+    with _errors():
+        settings = Settings()
+        mark = fingerprint(settings)
+        path = find_worker(settings.home, mark)
+        if path is None:
+            return None
+
+        def show(level: int, line: str) -> None:
+            if level >= logging.WARNING:
+                err.print(line, highlight=False, markup=False)
+
+        return run_on_worker(path, mark, names, task=task, master=master, on_log=show)
+
+
+def _run_here(names: list[str], task: int | None, master: str | None) -> dict[str, Any]:
+    from connect_core.runtime.execution.local_run import plan_runs, run_planned, run_record
+
+    with runtime() as rt:
+        done, groups = run_planned(rt, plan_runs(rt, names, master, task), master)
+    return {"results": [run_record(r, pool) for r, pool in done], "groups": groups}
+
+
+def _print_runs(names: list[str], results: list[dict[str, Any]], groups: int) -> None:
+    many = len(names) > 1
+    table = Table(
+        *(["connector"] if many else []), "task", "pool", "run", "state", "rows", "wall s", "start-up s", "work s"
+    )
+    for r in results:
+        work = float(r.get("timings", {}).get("run_s", 0.0))
+        wall = float(r.get("wall_s", 0.0))
+        table.add_row(
+            *([r["connector"]] if many else []),
+            str(r["task_id"]),
+            str(r.get("pool", "")),
+            str(r.get("run_id") or ""),
+            str(r.get("state")),
+            str(r.get("rows", "")),
+            f"{wall:.1f}",
+            f"{wall - work:.1f}",
+            f"{work:.1f}",
+        )
+    out.print(f"[bold]{', '.join(names)}[/bold]: ran {len(results)} task(s) in {groups} group(s) of runs")
+    out.print(table)
+    for r in results:
+        if r.get("message"):
+            out.print(f"{r['connector']} task {r['task_id']}: {r['message']}", highlight=False)
 
 
 @app.command()
@@ -117,6 +119,7 @@ def serve(
     from connect_core.rest.app import create_app
     from connect_core.rest.auth import bearer_or_loopback
     from connect_core.rest.edge import EdgePolicy
+    from connect_core.runtime.context import Runtime
     from connect_core.runtime.settings import Settings
 
     settings = Settings()

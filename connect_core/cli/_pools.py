@@ -11,6 +11,11 @@ from connect_core.cli._app import OutputOpt, app, backend, out, print_json, runt
 from connect_core.runtime.cluster.spark_connect import public_master
 from connect_core.sdk.errors import ConfigError
 
+#: A warm server's heap with `local[*]`: measured in bench/RESULTS.md ("warm Spark pool").
+DEFAULT_SERVER_MEMORY = "1g"
+#: As a managed cluster's auto-termination: an hour without a run.
+DEFAULT_IDLE_MINUTES = 60.0
+
 pools_app = typer.Typer(help="Spark pools: where tasks run (the Connect workers).", no_args_is_help=True)
 app.add_typer(pools_app, name="pools")
 PairsOpt = Annotated[list[str] | None, typer.Option(help="key=value (repeatable)")]
@@ -63,37 +68,48 @@ def pools_start(
     port: Annotated[int | None, typer.Option(help="Its gRPC port (default: a free one)")] = None,
     bind: Annotated[str, typer.Option(help="The address it listens on")] = "127.0.0.1",
     capacity: Annotated[int, typer.Option(help="Concurrent tasks the pool takes")] = 2,
+    memory: Annotated[
+        str, typer.Option(help="The server's JVM heap (spark.driver.memory): bounds its memory with `local[*]`")
+    ] = DEFAULT_SERVER_MEMORY,
+    idle_timeout: Annotated[
+        float, typer.Option(help="Minutes without a run after which server and worker stop (0: never)")
+    ] = DEFAULT_IDLE_MINUTES,
     conf: PairsOpt = None,
 ) -> None:
-    """Start a warm Spark Connect server on this machine and register it as pool NAME: its tasks
-    run as its clients, a session each, with no spark-submit or JVM start-up per run."""
-    from connect_core.runtime.cluster.connect_server import start_server
+    """Start a warm pool on this machine and register it as pool NAME: a Spark Connect server and a
+    worker process that runs the pool's tasks as the server's clients, a session each, with no
+    spark-submit, JVM or Python start-up per run."""
+    from connect_core.runtime.cluster.connect_server import start_pool
 
+    if idle_timeout < 0:
+        raise typer.BadParameter("--idle-timeout is minutes, 0 or more")
     with runtime() as rt:
-        info = start_server(
-            rt.settings, name, spark_master=spark_master, port=port, bind=bind, conf=_pairs("conf", conf)
+        info = start_pool(
+            rt,
+            name,
+            capacity=capacity,
+            spark_master=spark_master,
+            port=port,
+            bind=bind,
+            conf={"spark.driver.memory": memory, **_pairs("conf", conf)},
+            idle_timeout=idle_timeout * 60,
         )
-        try:
-            rt.pools.add(name, info.master, capacity=capacity)
-        except BaseException:
-            from connect_core.runtime.cluster.connect_server import stop_server
-
-            stop_server(rt.settings, name)
-            raise
+    idle = f"stops after {idle_timeout:g} min idle" if idle_timeout else "never stops by itself"
     out.print(
         f"pool [bold]{name}[/bold]: Spark Connect server on {bind}:{info.port} (pid {info.pid}), "
-        f"up in {info.started_s:.1f} s, warmed in {info.warmed_s:.1f} s; log {info.log_path}"
+        f"up in {info.started_s:.1f} s, warmed in {info.warmed_s:.1f} s; worker pid {info.worker_pid}; {idle}; "
+        f"logs in {info.log_path.parent}"
     )
 
 
 @pools_app.command("stop")
 def pools_stop(name: str) -> None:
-    """Stop the Spark Connect server `connect pools start` started for pool NAME (the pool stays
-    registered: it fails its probes, and the rebalance sensor moves its tasks)."""
-    from connect_core.runtime.cluster.connect_server import stop_server
+    """Stop the warm pool `connect pools start` started: its worker, then its Spark Connect server
+    (the pool stays registered: it fails its probes, and the rebalance sensor moves its tasks)."""
+    from connect_core.runtime.cluster.connect_server import stop_pool
 
     with runtime() as rt:
-        stopped = stop_server(rt.settings, name)
+        stopped = stop_pool(rt.settings, name)
     out.print(f"pool [bold]{name}[/bold]: server {'stopped' if stopped else 'was not running'}")
 
 

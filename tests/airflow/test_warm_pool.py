@@ -1,6 +1,6 @@
 """A real Airflow task (`airflow dags test`) on a warm Spark Connect pool: the runner runs as a plain
-Python client of the server (no spark-submit), its output is the task's log, and the pool's token
-appears in no log."""
+Python client of the server (no spark-submit) or, when the pool's worker runs on this machine, by
+that worker; either way its output is the task's log, and the pool's token appears in no log."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.worker import start_worker, stop_worker
 from tests.airflow.conftest import AirflowCli
 from tests.conftest import file_pair
 
@@ -31,7 +32,15 @@ def test_an_airflow_task_on_a_warm_pool_is_a_spark_connect_client(
     assert token not in output
     run = runtime.connectors.last_runs("fileSourceConnector", limit=1)[0]
     assert run["state"] == "SUCCEEDED" and run["stats"]["spark_remote"].startswith("sc://localhost:")
-    airflow("dags", "test", "connect__fileSinkConnector")
+    # with the pool's worker on this machine, the task hands it the run: no Python start-up either
+    start_worker(runtime.settings, "warm", spark_connect_url)
+    try:
+        done = airflow("dags", "test", "connect__fileSinkConnector")
+    finally:
+        stop_worker(runtime.settings, "warm")
+    output = done.stdout + done.stderr
+    assert "the run goes to the worker of pool `warm`" in output and "appended 2 line(s)" in output
+    assert token not in output
     assert sink.read_text() == "one\ntwo\n"
     logs = Path(airflow.env["AIRFLOW_HOME"]) / "logs"
     for log_file in logs.rglob("*") if logs.exists() else []:

@@ -21,9 +21,9 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.cluster.pools import check_pool_name
 from connect_core.runtime.cluster.spark_connect import reachable
@@ -32,7 +32,10 @@ from connect_core.runtime.execution.submit import spark_conf, split_secret_conf
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import ConfigError, FatalError
 
-__all__ = ["ServerInfo", "start_server", "stop_server"]
+if TYPE_CHECKING:
+    from connect_core.runtime.context import Runtime
+
+__all__ = ["ServerInfo", "pool_folder", "start_pool", "start_server", "stop_pool", "stop_server"]
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +53,10 @@ class ServerInfo:
     log_path: Path
     started_s: float
     warmed_s: float
+    worker_pid: int | None = None  # the pool's worker, when `start_pool` started one
 
 
-def _files(settings: Settings, name: str) -> Path:
+def pool_folder(settings: Settings, name: str) -> Path:
     """The folder of the pool servers' files (`CONNECT_HOME/pools`), `name` checked first: it names
     files there, so it can hold no path."""
     check_pool_name(name)
@@ -79,7 +83,7 @@ def start_server(
 ) -> ServerInfo:
     """Start the pool's server (an error if one already runs), wait until it answers, warm it;
     `env` adds to its environment (say a PYTHONPATH its Python workers need)."""
-    folder = _files(settings, name)
+    folder = pool_folder(settings, name)
     pid_file = folder / f"{name}.json"
     if pid_file.exists() and _alive(json.loads(pid_file.read_text()).get("pid", 0)):
         raise ConfigError(f"the Spark Connect server of pool `{name}` is already running (`connect pools stop {name}`)")
@@ -148,6 +152,37 @@ def start_server(
     return info
 
 
+def start_pool(
+    rt: Runtime,
+    name: str,
+    *,
+    capacity: int = 2,
+    idle_timeout: float = 0.0,
+    **server: Any,
+) -> ServerInfo:
+    """A warm pool: its server (`start_server(**server)`), registered as pool `name`, and its
+    worker (`worker.start_worker`), which stops both after `idle_timeout` seconds without a run."""
+    from connect_core.runtime.execution.worker import start_worker
+
+    info = start_server(rt.settings, name, **server)
+    try:
+        rt.pools.add(name, info.master, capacity=capacity)
+        worker_pid = start_worker(rt.settings, name, info.master, idle_timeout=idle_timeout, env=server.get("env"))
+    except BaseException:
+        stop_pool(rt.settings, name)
+        raise
+    return replace(info, worker_pid=worker_pid)
+
+
+def stop_pool(settings: Settings, name: str) -> bool:
+    """Stop the pool's worker (its running requests finish first), then its server; whether the
+    server was running."""
+    from connect_core.runtime.execution.worker import stop_worker
+
+    stop_worker(settings, name)
+    return stop_server(settings, name)
+
+
 def _wait(proc: subprocess.Popen[bytes], master: str, log_path: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -177,7 +212,7 @@ def _warm(master: str) -> None:
 
 def stop_server(settings: Settings, name: str, timeout: float = 30.0) -> bool:
     """Stop the pool's server if this machine runs it; whether one was running."""
-    pid_file = _files(settings, name) / f"{name}.json"
+    pid_file = pool_folder(settings, name) / f"{name}.json"
     if not pid_file.exists():
         return False
     pid = int(json.loads(pid_file.read_text()).get("pid", 0))

@@ -1,0 +1,387 @@
+"""A warm pool's worker: a long-running Python process beside the pool's Spark Connect server that
+runs tasks for `connect run` and the Airflow operator, as a Kafka Connect worker is a warm process.
+
+With the server warm, a small sync's time is mostly the client's own start: a Python interpreter,
+the imports of pyspark's Connect client, pandas, pyarrow, gRPC and SQLAlchemy, and a metadata
+connection (measured: 1.5 s of a 3.2 s `connect run src sink` of 10,000 rows). The worker pays
+them once. It runs each request with the same code as `connect run` (`local_run`), each run in a
+Spark Connect session of its own, in a thread per request; what a run logs goes back to the caller.
+
+It listens on a Unix socket `CONNECT_HOME/pools/<pool>.sock` (mode 0600, in a 0700 folder) and
+answers only processes of its own user (the socket's peer credentials), for the metadata store it
+was started on. After `idle_timeout` seconds without a run on its pool, from it or from any other
+client of the server, it stops the server and itself (`connect pools start … --idle-timeout`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from connect_core.runtime.execution.worker_client import MAX_REQUEST_BYTES, fingerprint, ping, worker_files
+from connect_core.runtime.security import mask_text
+from connect_core.runtime.settings import Settings
+from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
+
+__all__ = ["MAX_NAMES", "main", "start_worker", "stop_worker"]
+
+log = logging.getLogger(__name__)
+
+#: Connectors in one request, at most.
+MAX_NAMES = 1000
+_MAX_CONNECTIONS = 32
+_READ_TIMEOUT_S = 10.0
+_START_TIMEOUT_S = 90.0
+
+
+class _Forward(logging.Handler):
+    """Sends the log records of a request's thread back to its caller, masked."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self._senders: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    def attach(self, send: Any) -> None:
+        with self._lock:
+            self._senders[threading.get_ident()] = send
+
+    def detach(self) -> None:
+        with self._lock:
+            self._senders.pop(threading.get_ident(), None)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        send = self._senders.get(threading.get_ident())
+        if send is not None:
+            send({"log": mask_text(self.format(record)), "level": record.levelno})
+
+
+class Worker:
+    def __init__(self, settings: Settings, pool: str, master: str, idle_timeout: float) -> None:
+        from connect_core.runtime.context import Runtime
+
+        self.settings, self.pool, self.master, self.idle_timeout = settings, pool, master, idle_timeout
+        self.runtime = Runtime.open(settings, upgrade=False)
+        self.fingerprint = fingerprint(settings)
+        self.forward = _Forward()
+        logging.getLogger().addHandler(self.forward)
+        self.busy = threading.BoundedSemaphore(_MAX_CONNECTIONS)
+        self.in_flight = 0
+        self.last_activity = time.monotonic()
+        self.last_run_id = self._newest_run_id()
+        self._lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    # -- serving --------------------------------------------------------------------------------
+
+    def serve(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # the socket is created 0600: no other user may connect
+        try:
+            server.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        server.listen(_MAX_CONNECTIONS)
+        server.settimeout(min(30.0, max(1.0, self.idle_timeout / 4)) if self.idle_timeout else 30.0)
+        log.info("worker of pool `%s` listening on %s (pid %d)", self.pool, path, os.getpid())
+        try:
+            while not self.stopping.is_set():
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    if self._idle():
+                        log.info("pool `%s` idle for %.0f s: stopping its server", self.pool, self.idle_timeout)
+                        from connect_core.runtime.cluster.connect_server import stop_server
+
+                        stop_server(self.settings, self.pool)
+                        return
+                    continue
+                except OSError:
+                    if self.stopping.is_set():
+                        return
+                    raise
+                if not self.busy.acquire(blocking=False):
+                    _answer(conn, {"error": "the pool worker is at its connection limit", "code": "refused"})
+                    conn.close()
+                    continue
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        finally:
+            server.close()
+            path.unlink(missing_ok=True)
+            self._drain()
+            self.runtime.close()
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                try:
+                    self._serve_one(conn)
+                except _BadRequest as exc:
+                    _answer(conn, {"error": str(exc), "code": "refused"})
+        except (TimeoutError, ConnectionError):  # a caller that said nothing, or left
+            pass
+        except Exception:  # one request's failure never stops the worker
+            log.exception("pool worker request failed")
+        finally:
+            self.busy.release()
+
+    def _serve_one(self, conn: socket.socket) -> None:
+        if not _same_user(conn):
+            _answer(conn, {"error": "only the worker's own user may use it", "code": "refused"})
+            return
+        conn.settimeout(_READ_TIMEOUT_S)
+        request = _read_request(conn)
+        conn.settimeout(None)
+        if request.get("op") == "ping":
+            _answer(conn, {"ok": True, "pool": self.pool, "fingerprint": self.fingerprint, "pid": os.getpid()})
+        elif request.get("op") == "run":
+            self._run(conn, request)
+        else:
+            _answer(conn, {"error": "unknown op", "code": "refused"})
+
+    def _run(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        names, task, master = _run_arguments(request)
+        if request.get("fingerprint") != self.fingerprint:
+            _answer(conn, {"error": "the worker serves another metadata store", "code": "refused"})
+            return
+        if self.stopping.is_set():
+            _answer(conn, {"error": "the worker is stopping", "code": "refused"})
+            return
+        from connect_core.runtime.execution.local_run import plan_runs, run_planned, run_record
+
+        gone = threading.Event()
+
+        def send(message: dict[str, Any]) -> None:
+            if not gone.is_set():
+                try:
+                    conn.sendall(json.dumps(message, default=str).encode() + b"\n")
+                except OSError:  # the caller left (say Ctrl-C): the runs go on and commit
+                    gone.set()
+
+        with self._lock:
+            self.in_flight += 1
+        self.forward.attach(send)
+        try:
+            log.info("worker %d of pool `%s` runs %s", os.getpid(), self.pool, ", ".join(names))
+            planned = plan_runs(self.runtime, names, master, task)
+            done, groups = run_planned(self.runtime, planned, master)
+            send({"results": [run_record(r, pool) for r, pool in done], "groups": groups})
+        except ConnectError as exc:
+            code = "config" if isinstance(exc, ConfigError) else "not_found" if isinstance(exc, NotFoundError) else ""
+            send({"error": mask_text(str(exc)), "code": code or "error"})
+        except Exception as exc:
+            log.exception("run request failed")
+            send({"error": mask_text(f"{type(exc).__name__}: {exc}"), "code": "error"})
+        finally:
+            self.forward.detach()
+            with self._lock:
+                self.in_flight -= 1
+                self.last_activity = time.monotonic()
+
+    # -- idleness -------------------------------------------------------------------------------
+
+    def _newest_run_id(self) -> int:
+        from sqlalchemy import func, select
+
+        from connect_core.runtime.store.models import TaskRunRow
+
+        with self.runtime.engine.connect() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(TaskRunRow.id), 0))).scalar_one())
+
+    def _ran_elsewhere(self) -> bool:
+        """Whether a run on this pool started since the last look, from any client (an Airflow
+        worker on another machine reaches the server directly). Reads only the runs since then."""
+        from sqlalchemy import func, select
+
+        from connect_core.runtime.store.models import TaskRunRow
+
+        with self.runtime.engine.connect() as conn:
+            newest, here = conn.execute(
+                select(func.max(TaskRunRow.id), func.bool_or(TaskRunRow.pool == self.pool)).where(
+                    TaskRunRow.id > self.last_run_id
+                )
+            ).one()
+        if newest is not None:
+            self.last_run_id = int(newest)
+        return bool(here)
+
+    def _idle(self) -> bool:
+        if not self.idle_timeout:
+            return False
+        try:
+            if self._ran_elsewhere():
+                self.last_activity = time.monotonic()
+        except Exception:  # the metadata store is away: not a reason to stop a pool
+            log.warning("could not read the pool's recent runs", exc_info=True)
+            self.last_activity = time.monotonic()
+        with self._lock:
+            return self.in_flight == 0 and time.monotonic() - self.last_activity >= self.idle_timeout
+
+    def _drain(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+class _BadRequest(Exception):
+    pass
+
+
+class _Stop(BaseException):
+    """SIGTERM, raised in the main thread."""
+
+
+def _read_request(conn: socket.socket) -> dict[str, Any]:
+    line = conn.makefile("rb").readline(MAX_REQUEST_BYTES + 1)
+    if len(line) > MAX_REQUEST_BYTES or not line.endswith(b"\n"):
+        raise _BadRequest(f"a request is one JSON line of at most {MAX_REQUEST_BYTES} bytes")
+    try:
+        request = json.loads(line)
+    except ValueError as exc:
+        raise _BadRequest("a request is a JSON object") from exc
+    if not isinstance(request, dict):
+        raise _BadRequest("a request is a JSON object")
+    return request
+
+
+def _run_arguments(request: dict[str, Any]) -> tuple[list[str], int | None, str | None]:
+    names, task, master = request.get("names"), request.get("task"), request.get("master")
+    if not isinstance(names, list) or not 0 < len(names) <= MAX_NAMES or not all(isinstance(n, str) for n in names):
+        raise _BadRequest(f"`names` is a list of 1 to {MAX_NAMES} connector names")
+    if task is not None and (not isinstance(task, int) or isinstance(task, bool) or task < 0):
+        raise _BadRequest("`task` is a task number or null")
+    if master is not None and not isinstance(master, str):
+        raise _BadRequest("`master` is a Spark master or null")
+    return names, task, master
+
+
+def _answer(conn: socket.socket, message: dict[str, Any]) -> None:
+    try:
+        conn.sendall(json.dumps(message).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """Whether the peer runs as this process's user (SO_PEERCRED: pid, uid, gid)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", creds)
+    return uid == os.getuid()
+
+
+# -- supervision ----------------------------------------------------------------------------------
+
+
+def start_worker(
+    settings: Settings, pool: str, master: str, *, idle_timeout: float = 0.0, env: dict[str, str] | None = None
+) -> int:
+    """Start the pool's worker (detached, its output in `pools/<pool>.worker.log`) and wait until it
+    answers; its pid. The server's URL, which holds its token, goes by environment."""
+    from connect_core.runtime.cluster.connect_server import pool_folder
+    from connect_core.runtime.execution.submit import REMOTE_ENV, security_env
+
+    pool_folder(settings, pool)  # the name checked (it names files), the folder made
+    sock, pid_file, log_path = worker_files(settings.home, pool)
+    stop_worker(settings, pool)
+    proc_env = {
+        **os.environ,
+        **security_env(settings),
+        "CONNECT_HOME": str(settings.home),
+        REMOTE_ENV: master,
+        **(env or {}),
+    }
+    if settings.database_url is not None:
+        proc_env["CONNECT_DATABASE_URL"] = settings.database_url.get_secret_value()
+    cmd = [sys.executable, "-m", "connect_core.runtime.execution.worker", "--pool", pool]
+    cmd += ["--idle-timeout", str(idle_timeout)]
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(cmd, env=proc_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    pid_file.write_text(json.dumps({"pid": proc.pid}))
+    os.chmod(pid_file, 0o600)
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+            raise ConfigError(f"the worker of pool `{pool}` exited with {proc.returncode} at start-up:\n{tail}")
+        if sock.is_socket() and ping(sock) is not None:
+            return proc.pid
+        time.sleep(0.2)
+    stop_worker(settings, pool)
+    raise ConfigError(f"the worker of pool `{pool}` did not answer within {_START_TIMEOUT_S:.0f} s (log: {log_path})")
+
+
+def stop_worker(settings: Settings, pool: str, timeout: float = 35.0) -> bool:
+    """Stop the pool's worker if one runs (it lets running requests finish first); whether one did."""
+    from connect_core.runtime.cluster.connect_server import _alive, _kill, pool_folder
+
+    pool_folder(settings, pool)
+    sock, pid_file, _ = worker_files(settings.home, pool)
+    if not pid_file.exists():
+        return False
+    pid = int(json.loads(pid_file.read_text()).get("pid", 0))
+    running = _alive(pid)
+    if running:
+        _kill(pid, timeout)
+    pid_file.unlink(missing_ok=True)
+    sock.unlink(missing_ok=True)
+    return running
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="connect-pool-worker")
+    parser.add_argument("--pool", required=True)
+    parser.add_argument("--idle-timeout", type=float, default=0.0, help="seconds; 0 = never")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from connect_core.runtime.execution.submit import REMOTE_ENV
+    from connect_core.runtime.security import install_log_masking, masker
+
+    install_log_masking()
+    for noisy in ("py4j", "alembic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    master = os.environ.pop(REMOTE_ENV, "")
+    if not master:
+        parser.error(f"{REMOTE_ENV} names the pool's Spark Connect server")
+    from connect_core.runtime.cluster.spark_connect import token_of
+
+    if token := token_of(master):
+        masker.add(token)
+    settings = Settings()
+    worker = Worker(settings, args.pool, master, args.idle_timeout)
+    _warm_client(master)
+
+    def stop(*_: object) -> None:
+        worker.stopping.set()
+        raise _Stop  # out of accept(): `serve` lets running requests finish, then ends
+
+    signal.signal(signal.SIGTERM, stop)
+    sock, _, _ = worker_files(settings.home, args.pool)
+    try:
+        worker.serve(sock)
+    except _Stop:
+        log.info("worker of pool `%s` stopped", args.pool)
+    return 0
+
+
+def _warm_client(master: str) -> None:
+    """Import the Connect client and open (and close) a session now, not in the first run."""
+    from pyspark.sql import SparkSession
+
+    SparkSession.builder.remote(master).create().stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

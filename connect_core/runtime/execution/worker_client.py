@@ -1,0 +1,151 @@
+"""Asking a warm pool's worker (`worker.py`) to run tasks: what `connect run` and the Airflow
+operator do first on a Spark Connect pool, so that the run costs neither a Python interpreter nor
+its imports (about 1.5 s, most of a small sync's time).
+
+Imports only the standard library and the SDK's errors: `connect run` reaches here before anything
+heavy is loaded.
+The worker answers only processes of its own user (checked by the socket's peer credentials) that
+name the same metadata store (`fingerprint`). Any worker that cannot be used, or is not there, is
+`None`: the caller runs the tasks itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
+
+if TYPE_CHECKING:
+    from connect_core.runtime.settings import Settings
+
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "WorkerGone",
+    "find_worker",
+    "fingerprint",
+    "ping",
+    "run_on_worker",
+    "worker_files",
+]
+
+#: The largest request a worker reads (a run of at most a thousand connectors fits).
+MAX_REQUEST_BYTES = 256 * 1024
+_CONNECT_TIMEOUT_S = 2.0
+
+
+class WorkerGone(RetriableError):
+    """The worker stopped answering after it took the request: its runs may have committed or not
+    (each run's record says), so the caller must not simply run them again."""
+
+
+def worker_files(home: Path | str, pool: str) -> tuple[Path, Path, Path]:
+    """The pool's worker socket, its process file and its log, under `CONNECT_HOME/pools`."""
+    folder = Path(home) / "pools"
+    return folder / f"{pool}.sock", folder / f"{pool}.worker.json", folder / f"{pool}.worker.log"
+
+
+def fingerprint(settings: Settings) -> str:
+    """Which metadata store a process works on: its configured URL (hashed: the URL may hold a
+    password), or the embedded store of its home."""
+    url = settings.database_url.get_secret_value() if settings.database_url else None
+    name = url or f"embedded:{Path(settings.home).resolve() / 'pgdata'}"
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
+def _connect(path: Path, timeout: float | None) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(_CONNECT_TIMEOUT_S)
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        raise
+    sock.settimeout(timeout)
+    return sock
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall(json.dumps(message).encode() + b"\n")
+
+
+def ping(path: Path, timeout: float = 2.0) -> dict[str, Any] | None:
+    """The worker's answer to `ping` (`pool`, `fingerprint`, `pid`), or None if none answers."""
+    try:
+        with _connect(path, timeout) as sock:
+            _send(sock, {"op": "ping"})
+            line = sock.makefile("rb").readline(MAX_REQUEST_BYTES)
+        answer = json.loads(line) if line else None
+    except (OSError, ValueError):
+        return None
+    return answer if isinstance(answer, dict) and answer.get("ok") else None
+
+
+def find_worker(home: Path | str, fingerprint_: str, pool: str | None = None) -> Path | None:
+    """The socket of a live worker on this machine for the metadata store `fingerprint_` (of `pool`
+    if given, else of any warm pool)."""
+    folder = Path(home) / "pools"
+    candidates = [worker_files(home, pool)[0]] if pool else sorted(folder.glob("*.sock"))
+    for path in candidates:
+        if path.is_socket():
+            answer = ping(path)
+            if answer is not None and answer.get("fingerprint") == fingerprint_:
+                return path
+    return None
+
+
+def run_on_worker(
+    path: Path,
+    fingerprint_: str,
+    names: Sequence[str],
+    *,
+    task: int | None = None,
+    master: str | None = None,
+    on_log: Callable[[int, str], None] | None = None,
+) -> dict[str, Any] | None:
+    """Have the worker at `path` run the tasks (as `connect run` would): its answer
+    (`results`: each run's record with its `pool`, `exit_code` and `wall_s`; `groups`), what the
+    runs log going to `on_log(level, line)` meanwhile; or None when
+    the worker refused before running anything (another metadata store, busy, going away).
+    Raises what the worker reports as the user's error (`ConfigError`, `NotFoundError`), and
+    `WorkerGone` when it dies mid-request."""
+    request = {"op": "run", "fingerprint": fingerprint_, "names": list(names), "task": task, "master": master}
+    try:
+        sock = _connect(path, None)
+    except OSError:
+        return None
+    try:
+        try:
+            _send(sock, request)
+        except OSError:
+            return None
+        accepted = False
+        for raw in sock.makefile("rb"):
+            message = json.loads(raw)
+            if "log" in message:
+                accepted = True
+                if on_log is not None:
+                    on_log(int(message.get("level", 20)), str(message["log"]))
+            elif "results" in message:
+                return dict(message)
+            elif "error" in message:
+                _raise(message, accepted)
+                return None
+        raise WorkerGone(f"the pool worker at {path} stopped answering mid-request; see its log")
+    except (OSError, ValueError) as exc:
+        raise WorkerGone(f"the pool worker at {path} stopped answering mid-request: {exc}") from exc
+    finally:
+        sock.close()
+
+
+def _raise(message: dict[str, Any], accepted: bool) -> None:
+    """A refusal (`code` refused) is None for the caller; a user error is raised as the CLI's own."""
+    code = message.get("code")
+    if code == "refused" and not accepted:
+        return
+    error: type[ConnectError] = {"config": ConfigError, "not_found": NotFoundError}.get(str(code), ConnectError)
+    raise error(str(message["error"]))
