@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import _jdbc_data as data
 
@@ -52,6 +53,14 @@ def _cli(kind: str, *args: str, variant: str = "") -> str:
     return proc.stdout
 
 
+def names(kind: str, variant: str = "", *, own_names: bool = False) -> tuple[str, str]:
+    """(source, sink) connector names. Sinks of different metadata stores that share a name also
+    share their offsets in the target's `connect_sink_offsets`: benches that sync variants side by
+    side (not one after the other) give each variant names of its own."""
+    suffix = variant if own_names else ""
+    return f"src_{kind}{suffix}", f"sink_{kind}{suffix}"
+
+
 def _jdbc_url(kind: str) -> str:
     server = data.PG_SERVER if kind == "pg" else data.MARIADB_SERVER
     scheme = "postgresql" if kind == "pg" else "mariadb"
@@ -65,9 +74,12 @@ def setup(
     variant: str = "",
     source_extra: dict[str, object] | None = None,
     sink_extra: dict[str, object] | None = None,
+    own_names: bool = False,
 ) -> None:
     """A fresh metadata store and topic directory; the source and sink connectors of `kind` (with
-    `*_extra` settings, e.g. transforms, in a metadata store of their own per `variant`)."""
+    `*_extra` settings, e.g. transforms, in a metadata store of their own per `variant`; with
+    `own_names`, named after the variant too, see `names`)."""
+    source_name, sink_name = names(kind, variant, own_names=own_names)
     with data.pg("postgres") as conn, conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS {_meta_db(kind, variant)} WITH (FORCE)")
         cur.execute(f"CREATE DATABASE {_meta_db(kind, variant)}")
@@ -76,7 +88,7 @@ def setup(
             "CREATE TABLE IF NOT EXISTS connect_sink_offsets (connector text, topic text, partition int, "
             "next_offset bigint NOT NULL, PRIMARY KEY (connector, topic, partition))"
         )
-        cur.execute("DELETE FROM connect_sink_offsets WHERE connector = %s", (f"sink_{kind}",))
+        cur.execute("DELETE FROM connect_sink_offsets WHERE connector = %s", (sink_name,))
     home = _home(kind, variant)
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True)
@@ -106,22 +118,29 @@ def setup(
         "pk.fields": "id",
         **(sink_extra or {}),
     }
-    for name, config in ((f"src_{kind}", source), (f"sink_{kind}", sink)):
+    for name, config in ((source_name, source), (sink_name, sink)):
         path = home / f"{name}.json"
         path.write_text(json.dumps(config))
         _cli(kind, "create", name, "--config", str(path), variant=variant)
 
 
-def sync(kind: str, variant: str = "") -> float:
+def sync(kind: str, variant: str = "", *, own_names: bool = False) -> float:
     """`connect run src sink`: one source run, then one sink run, in one spark-submit (both tasks
     are on the local pool, so they share a Spark application); wall seconds of the command."""
+    return sync_runs(kind, variant, own_names=own_names)[0]
+
+
+def sync_runs(kind: str, variant: str = "", *, own_names: bool = False) -> tuple[float, list[dict[str, Any]]]:
+    """`sync`, also returning the runs `connect run --output json` printed (timings, rows, pool, wall_s)."""
     started = time.perf_counter()
-    out = _cli(kind, "run", f"src_{kind}", f"sink_{kind}", "--output", "json", variant=variant)
+    out = _cli(kind, "run", *names(kind, variant, own_names=own_names), "--output", "json", variant=variant)
     wall = time.perf_counter() - started
-    for run in json.loads(out):
+    runs = json.loads(out)
+    for run in runs:
         timings = " ".join(f"{k}={v}" for k, v in run.get("timings", {}).items())
         counts = f" errors={run['counts']}" if run.get("counts") else ""
-        print(f"    {run['connector']}: {run.get('rows')} rows, {timings}{counts}", flush=True)
+        where = f" pool={run['pool']} wall_s={run.get('wall_s', 0):.2f}," if run.get("pool") else ""
+        print(f"    {run['connector']}:{where} {run.get('rows')} rows, {timings}{counts}", flush=True)
         if run.get("state") != "SUCCEEDED":
             raise RuntimeError(f"{run['connector']} {run.get('state')}: {run.get('message')}")
-    return wall
+    return wall, runs

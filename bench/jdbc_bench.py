@@ -11,6 +11,7 @@ as its own process and timed end to end from the parent (interpreter / JVM start
 * **dlt**: `sql_table` with the connectorx backend (Arrow, streamed in batches), incremental cursor
   on `updated_at`, merge (upsert) on `id`, loaded as parquet through ADBC's binary COPY. Its CSV
   loader would be the other fast path, but it loads '' as NULL (`--dlt-format csv` shows it fail).
+  dlt runs under the python of a venv of its own (`_dlt_env.py`: created on first use, never in .venv).
 * **spark**: a plain PySpark job (`spark-submit` of this file's `spark-job`, jars from
   /usr/share/java): JDBC read split on `id` into `--spark-partitions` ranges, JDBC write in batches
   into a pre-created table (same DDL as the source, primary key included; copy uses it too).
@@ -43,6 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _connect_jdbc as connect
 import _jdbc_data as data
+from _dlt_env import dlt_python
 
 TOOLS = ("connect", "dlt", "spark", "copy")
 DLT_FORMATS = ("parquet", "csv", "insert_values")
@@ -300,13 +302,22 @@ class DltSetup:
 
 
 def dlt_command(kind: str, setup: DltSetup, pipelines_dir: Path, *, incremental: bool) -> list[str]:
+    """This file's `dlt-job` under the python of the dlt venv (`_dlt_env.py`; created on first use)."""
     args = setup.args(incremental)
-    return [PYTHON, str(THIS), "dlt-job", f"--source-kind={kind}", *args, f"--pipelines-dir={pipelines_dir}"]
+    python = dlt_python()
+    return [python, str(THIS), "dlt-job", f"--source-kind={kind}", *args, f"--pipelines-dir={pipelines_dir}"]
+
+
+def dlt_env() -> dict[str, str]:
+    """The dlt job's environment: no telemetry, and this folder first on its path (for `_jdbc_data`;
+    the script's own folder is on sys.path anyway, this keeps it so from any cwd or -I)."""
+    path = os.pathsep.join(p for p in (str(THIS.parent), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(data.cli_env(), RUNTIME__DLTHUB_TELEMETRY="false", PYTHONPATH=path)
 
 
 def run_dlt(kind: str, setup: DltSetup, pipelines_dir: Path, *, incremental: bool) -> float:
-    env = dict(data.cli_env(), RUNTIME__DLTHUB_TELEMETRY="false")
-    return _timed(dlt_command(kind, setup, pipelines_dir, incremental=incremental), env)
+    command = dlt_command(kind, setup, pipelines_dir, incremental=incremental)  # the venv first, untimed
+    return _timed(command, dlt_env(), cwd=THIS.parent)
 
 
 def dlt_job(argv: list[str]) -> None:
@@ -373,9 +384,9 @@ def _dlt_target_credentials() -> dict[str, object]:
 # --- running and timing --------------------------------------------------------------------------
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
     started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-25:])
@@ -486,7 +497,8 @@ def results_section(rows: list[Result], command: str | None = None) -> list[str]
         "2-core machine as both sources. connect: `connect run src sink` (the source task, then the sink",
         "task — upsert on `id` — in one spark-submit, local[*], its driver JVM started from the class-data",
         "archive `scripts/bootstrap.sh` builds); spark: one plain `spark-submit` of a JDBC read split on `id` +",
-        "JDBC write; dlt: `sql_table`, connectorx backend, merge on `id`, parquet loaded through ADBC; copy:",
+        "JDBC write; dlt: `sql_table`, connectorx backend, merge on `id`, parquet loaded through ADBC (dlt in",
+        "a venv of its own, `bench/_dlt_env.py`); copy:",
         "`psql \\copy … TO STDOUT | psql \\copy … FROM STDIN` (from MariaDB: `mariadb --batch --raw --quick`).",
         "Incremental: after 1% of the rows got a new `updated_at` and `label`; copy and plain Spark have no",
         "incremental mode and resync everything. Verified: row count and an exact checksum over canonical",

@@ -4,23 +4,15 @@ worker, and server and worker gone by themselves once idle."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 import pytest
 
+from connect_core.runtime.cluster.processes import pid_alive
 from tests.e2e.test_spark_submit import Cli, _register, cli  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.spark_connect
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
 def test_a_warm_pool_started_from_the_cli_syncs_and_stops_when_idle(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
@@ -45,9 +37,9 @@ def test_a_warm_pool_started_from_the_cli_syncs_and_stops_when_idle(cli: Cli, tm
         assert "runs fileSourceConnector, fileSinkConnector" in (pools / "warm.worker.log").read_text()
 
         deadline = time.monotonic() + 90  # 9 s idle, then the worker stops the server and itself
-        while time.monotonic() < deadline and (_alive(server_pid) or _alive(worker_pid)):
+        while time.monotonic() < deadline and (pid_alive(server_pid) or pid_alive(worker_pid)):
             time.sleep(1)
-        assert not _alive(server_pid) and not _alive(worker_pid), "the idle pool did not stop"
+        assert not pid_alive(server_pid) and not pid_alive(worker_pid), "the idle pool did not stop"
         assert not (pools / "warm.sock").exists() and not (pools / "warm.json").exists()
         assert "idle for 9 s: stopping its server" in (pools / "warm.worker.log").read_text()
     finally:

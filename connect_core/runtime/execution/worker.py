@@ -6,6 +6,8 @@ the imports of pyspark's Connect client, pandas, pyarrow, gRPC and SQLAlchemy, a
 connection (measured: 1.5 s of a 3.2 s `connect run src sink` of 10,000 rows). The worker pays
 them once. It runs each request with the same code as `connect run` (`local_run`), each run in a
 Spark Connect session of its own, in a thread per request; what a run logs goes back to the caller.
+It runs only tasks placed on Spark Connect pools: a request with a task on a classic pool is refused
+before anything runs, and the caller makes its spark-submit itself, in its own environment.
 
 It listens on a Unix socket `CONNECT_HOME/pools/<pool>.sock` (mode 0600, in a 0700 folder) and
 answers only processes of its own user (the socket's peer credentials), for the metadata store it
@@ -27,12 +29,16 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from connect_core.runtime.cluster import processes
 from connect_core.runtime.execution.worker_client import MAX_REQUEST_BYTES, fingerprint, ping, worker_files
 from connect_core.runtime.security import mask_text
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
+
+if TYPE_CHECKING:
+    from connect_core.runtime.execution.local_run import PlannedRun
 
 __all__ = ["MAX_NAMES", "main", "start_worker", "stop_worker"]
 
@@ -175,8 +181,12 @@ class Worker:
             self.in_flight += 1
         self.forward.attach(send)
         try:
-            log.info("worker %d of pool `%s` runs %s", os.getpid(), self.pool, ", ".join(names))
             planned = plan_runs(self.runtime, names, master, task)
+            classic = [f"{r.connector}-{r.task_id}" for r in planned if not _on_spark_connect(r, master)]
+            if classic:  # a spark-submit is the caller's own to make, with its own environment
+                send({"error": f"tasks on classic pools: {', '.join(classic)}", "code": "refused"})
+                return
+            log.info("worker %d of pool `%s` runs %s", os.getpid(), self.pool, ", ".join(names))
             done, groups = run_planned(self.runtime, planned, master)
             send({"results": [run_record(r, pool) for r, pool in done], "groups": groups})
         except ConnectError as exc:
@@ -268,6 +278,13 @@ def _run_arguments(request: dict[str, Any]) -> tuple[list[str], int | None, str 
     return names, task, master
 
 
+def _on_spark_connect(run: PlannedRun, master: str | None) -> bool:
+    from connect_core.runtime.cluster.spark_connect import is_connect_master
+
+    where = run.placement.master if run.placement else master
+    return bool(where) and is_connect_master(str(where))
+
+
 def _answer(conn: socket.socket, message: dict[str, Any]) -> None:
     try:
         conn.sendall(json.dumps(message).encode() + b"\n")
@@ -309,8 +326,7 @@ def start_worker(
     cmd += ["--idle-timeout", str(idle_timeout)]
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(cmd, env=proc_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    pid_file.write_text(json.dumps({"pid": proc.pid}))
-    os.chmod(pid_file, 0o600)
+    processes.write_pid_file(pid_file, proc.pid)
     deadline = time.monotonic() + _START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -325,19 +341,13 @@ def start_worker(
 
 def stop_worker(settings: Settings, pool: str, timeout: float = 35.0) -> bool:
     """Stop the pool's worker if one runs (it lets running requests finish first); whether one did."""
-    from connect_core.runtime.cluster.connect_server import _alive, _kill, pool_folder
+    from connect_core.runtime.cluster.connect_server import pool_folder
 
     pool_folder(settings, pool)
     sock, pid_file, _ = worker_files(settings.home, pool)
-    if not pid_file.exists():
-        return False
-    pid = int(json.loads(pid_file.read_text()).get("pid", 0))
-    running = _alive(pid)
-    if running:
-        _kill(pid, timeout)
-    pid_file.unlink(missing_ok=True)
+    stopped = processes.stop(pid_file, timeout)
     sock.unlink(missing_ok=True)
-    return running
+    return stopped
 
 
 def main(argv: list[str] | None = None) -> int:

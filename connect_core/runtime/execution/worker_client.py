@@ -17,6 +17,7 @@ import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
 
@@ -50,10 +51,19 @@ def worker_files(home: Path | str, pool: str) -> tuple[Path, Path, Path]:
 
 
 def fingerprint(settings: Settings) -> str:
-    """Which metadata store a process works on: its configured URL (hashed: the URL may hold a
-    password), or the embedded store of its home."""
+    """Which metadata store a process works on, however its URL is spelled (`postgresql://` or
+    `postgresql+psycopg2://`, a default port or not): a hash of its user, host, port and database
+    (never its password); or the embedded store of its home."""
     url = settings.database_url.get_secret_value() if settings.database_url else None
-    name = url or f"embedded:{Path(settings.home).resolve() / 'pgdata'}"
+    if not url:
+        name = f"embedded:{Path(settings.home).resolve() / 'pgdata'}"
+    else:
+        parts = urlsplit(url)
+        try:
+            port = parts.port or 5432
+        except ValueError:
+            port = 0
+        name = f"{parts.username or ''}@{(parts.hostname or '').lower()}:{port}{parts.path}"
     return hashlib.sha256(name.encode()).hexdigest()
 
 

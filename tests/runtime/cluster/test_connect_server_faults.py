@@ -85,9 +85,8 @@ def test_a_server_killed_mid_run_fails_the_run_fast_and_a_restart_loses_nothing(
     assert sink.read_text() == "one\ntwo\nthree\nfour\n"
 
 
-def test_a_wrong_token_is_refused_with_a_clear_error(runtime: Runtime, tmp_path: Path, server_home: Settings) -> None:
-    info = _start(server_home)
-    wrong = info.master.split("token=")[0] + "token=not-the-token"
+def test_a_wrong_token_is_refused_with_a_clear_error(runtime: Runtime, tmp_path: Path, spark_connect_url: str) -> None:
+    wrong = spark_connect_url.split("token=")[0] + "token=not-the-token"
     source, _sink = file_pair(runtime, tmp_path)
     source.write_text("one\n")
     started = time.monotonic()

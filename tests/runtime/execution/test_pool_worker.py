@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from connect_core.runtime.cluster.processes import pid_alive
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.worker import start_worker, stop_worker
 from connect_core.runtime.execution.worker_client import (
@@ -91,7 +92,9 @@ def test_connect_run_hands_a_sync_to_the_warm_pool_worker(
     assert missing.returncode == 4 and "noSuchConnector" in missing.stderr and "Traceback" not in missing.stderr
 
 
-def test_the_worker_refuses_hostile_or_foreign_requests_and_keeps_serving(runtime: Runtime, worker: Path) -> None:
+def test_the_worker_refuses_hostile_or_foreign_requests_and_keeps_serving(
+    runtime: Runtime, worker: Path, tmp_path: Path
+) -> None:
     assert stat.S_IMODE(worker.stat().st_mode) == 0o600  # no other user can connect
     mark = fingerprint(runtime.settings)
     hostile = [
@@ -108,6 +111,9 @@ def test_the_worker_refuses_hostile_or_foreign_requests_and_keeps_serving(runtim
         answer = _ask(worker, raw)
         assert answer["code"] == "refused", (raw[:60], answer)
     assert run_on_worker(worker, "another store", ["fileSourceConnector"]) is None  # the caller runs it itself
+    file_pair(runtime, tmp_path)  # a run on a classic master is the caller's own spark-submit
+    assert run_on_worker(worker, mark, ["fileSourceConnector"], master="local[1]") is None
+    assert runtime.connectors.last_runs("fileSourceConnector", limit=1) == []
     assert find_worker(runtime.settings.home, "another store") is None
     assert find_worker(runtime.settings.home, mark) == worker
 
@@ -147,20 +153,24 @@ def test_an_idle_worker_stops_its_pool_and_itself(runtime: Runtime, spark_connec
         time.sleep(0.5)
     assert not sock.exists(), "the idle worker did not stop"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and pid_alive(pid):
         time.sleep(0.2)
-    assert not _alive(pid)
+    assert not pid_alive(pid)
     assert stop_worker(runtime.settings, "idle") is False and not pid_file.exists()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def test_a_metadata_store_is_the_same_however_its_url_is_spelled(tmp_path: Path) -> None:
+    """Airflow's processes get the URL as SQLAlchemy spells it; the worker, as the user wrote it."""
+    from connect_core.runtime.settings import Settings
+
+    def mark(url: str | None) -> str:
+        return fingerprint(Settings(database_url=url, home=tmp_path))
+
+    same = mark("postgresql://connect:pw@DB.local:5432/meta")
+    assert mark("postgresql+psycopg2://connect:other-pw@db.local/meta") == same
+    assert same not in {
+        mark("postgresql://connect@db.local:5432/other"),
+        mark("postgresql://x@db.local/meta"),
+        mark(None),
+    }
+    assert "pw" not in same
