@@ -64,7 +64,7 @@ import jdbc_bench
 from _dlt_env import dlt_python
 
 KIND = "pg"
-TOOLS = ("connect", "connect-warm", "dlt")
+TOOLS = ("connect", "connect-warm", "dlt", "copy")
 VARIANT = {"connect": "_classic", "connect-warm": "_warm"}
 POOL = "warm"
 AIRFLOW_DB = "bench_warm_airflow"
@@ -76,8 +76,8 @@ THIS = Path(__file__).resolve()
 
 
 def target_table(tool: str) -> str:
-    if tool == "dlt":
-        return jdbc_bench.target_table("dlt", KIND)  # the dlt job's dataset name
+    if tool in ("dlt", "copy"):
+        return jdbc_bench.target_table(tool, KIND)  # the dlt job's dataset name, the COPY pipe's table
     return f"warm_bench_{tool.replace('-', '_')}.{data.TABLE}"
 
 
@@ -337,6 +337,8 @@ class ToolResult:
 def run_tool(tool: str, pipelines: Path, *, incremental: bool) -> tuple[float, list[dict[str, Any]]]:
     if tool == "dlt":
         return jdbc_bench.run_dlt(KIND, jdbc_bench.DltSetup(), pipelines, incremental=incremental), []
+    if tool == "copy":  # no incremental mode: a round resyncs everything
+        return jdbc_bench.run_copy(KIND, truncate=incremental), []
     return connect.sync_runs(KIND, VARIANT[tool], own_names=True)
 
 
@@ -683,6 +685,8 @@ class Report:
             f" `local` removed, rebalanced: {self.warm_how}",
             "dlt": "dlt: `sql_table` with connectorx, merge on `id`, parquet loaded through ADBC, incremental on"
             " `updated_at` (in a venv of its own, `bench/_dlt_env.py`)",
+            "copy": "copy: `psql \\copy … TO STDOUT | psql \\copy … FROM STDIN` into the table with its primary key"
+            " (no incremental mode: each round resyncs everything)",
         }
 
     def sync_section(self) -> list[str]:
@@ -734,6 +738,9 @@ class Report:
                 f"warm ÷ dlt: full sync {_ratio(warm.full_s, dlt.full_s)}, median incremental"
                 f" {_ratio(warm.median_s, dlt.median_s)}"
             )
+        copy = r.get("copy")
+        if warm and copy:
+            ratios.append(f"warm ÷ copy: full sync {_ratio(warm.full_s, copy.full_s)}")
         if ratios:
             lines += ["", "From this one run: " + "; ".join(ratios) + " (above 1x = the first is slower)."]
         runs_table = self._runs_table()

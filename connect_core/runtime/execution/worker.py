@@ -378,11 +378,14 @@ def main(argv: list[str] | None = None) -> int:
         raise _Stop  # out of accept(): `serve` lets running requests finish, then ends
 
     signal.signal(signal.SIGTERM, stop)
-    sock, _, _ = worker_files(settings.home, args.pool)
+    sock, pid_file, _ = worker_files(settings.home, args.pool)
     try:
         worker.serve(sock)
     except _Stop:
         log.info("worker of pool `%s` stopped", args.pool)
+    finally:
+        if processes.running(pid_file) == os.getpid():  # gone by itself (idle): no stale file left
+            pid_file.unlink(missing_ok=True)
     return 0
 
 
