@@ -63,6 +63,8 @@ import _jdbc_data as data
 import jdbc_bench
 from _dlt_env import dlt_python
 
+from connect_core.runtime.execution.worker_client import worker_files
+
 KIND = "pg"
 TOOLS = ("connect", "connect-warm", "dlt", "copy")
 VARIANT = {"connect": "_classic", "connect-warm": "_warm"}
@@ -189,7 +191,7 @@ def start_pool(server_memory: str) -> PoolStart:
     print("  " + " ".join(cli("connect-warm", "rebalance").split()), flush=True)
     files = connect._home(KIND, VARIANT["connect-warm"]) / "pools"
     pid = int(json.loads((files / f"{POOL}.json").read_text())["pid"])
-    worker = files / f"{POOL}.worker.json"  # connect_core.runtime.execution.worker_client.worker_files
+    worker = worker_files(files.parent, POOL)[1]
     worker_pid = int(json.loads(worker.read_text())["pid"]) if worker.exists() else None
     return PoolStart(
         pid,
@@ -794,7 +796,7 @@ class Report:
             lines[-1] += (
                 " `connect pools start` also starts the pool's worker (a Python process beside the server that"
                 " runs `connect run`'s and Airflow's tasks as the server's clients, pid in"
-                " `$CONNECT_HOME/pools/warm.worker.json`): its RSS (with any descendants) is the `worker` column,"
+                " `$CONNECT_HOME/pools/warm+worker.json`): its RSS (with any descendants) is the `worker` column,"
                 " not part of the server's tree."
             )
         lines += [

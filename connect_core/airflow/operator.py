@@ -204,7 +204,13 @@ class ConnectTaskOperator(SparkSubmitOperator):
             )
         except WorkerGone as exc:
             raise AirflowException(str(exc)) from None
-        return answer is not None
+        if answer is None:
+            return False
+        for result in answer["results"]:  # as the runner's exit code says on the other paths
+            if result.get("exit_code"):
+                state, message = result.get("state"), result.get("message") or ""
+                raise AirflowException(f"the run on pool `{self._placement.pool}` ended {state}: {message}")
+        return True
 
     def _fail(self, run: dict[str, Any]) -> None:
         """Fail the task with the run's root cause: for good if a retry cannot help, else retriably."""

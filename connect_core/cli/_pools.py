@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from connect_core.cli._app import OutputOpt, app, backend, out, print_json, runtime
+from connect_core.cli._app import OutputOpt, _errors, app, backend, out, print_json, runtime
 from connect_core.runtime.cluster.spark_connect import public_master
 from connect_core.sdk.errors import ConfigError
 
@@ -107,9 +107,10 @@ def pools_stop(name: str) -> None:
     """Stop the warm pool `connect pools start` started: its worker, then its Spark Connect server
     (the pool stays registered: it fails its probes, and the rebalance sensor moves its tasks)."""
     from connect_core.runtime.cluster.connect_server import stop_pool
+    from connect_core.runtime.settings import Settings
 
-    with runtime() as rt:
-        stopped = stop_pool(rt.settings, name)
+    with _errors():  # no metadata store needed: a pool can be stopped while its database is down
+        stopped = stop_pool(Settings(), name)
     out.print(f"pool [bold]{name}[/bold]: server {'stopped' if stopped else 'was not running'}")
 
 

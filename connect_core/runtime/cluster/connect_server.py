@@ -160,8 +160,15 @@ def start_pool(
 ) -> ServerInfo:
     """A warm pool: its server (`start_server(**server)`), registered as pool `name`, and its
     worker (`worker.start_worker`), which stops both after `idle_timeout` seconds without a run."""
+    from connect_core.runtime.cluster.spark_connect import is_connect_master
     from connect_core.runtime.execution.worker import start_worker
 
+    existing = next((p for p in rt.pools.list(rt.settings.heartbeat_timeout) if p.name == name), None)
+    if existing is not None and not is_connect_master(existing.master):
+        raise ConfigError(
+            f"pool `{name}` is a classic pool ({existing.master}); a warm pool needs a name of its own "
+            f"(or `connect pools remove {name}` first)"
+        )
     info = start_server(rt.settings, name, **server)
     try:
         rt.pools.add(name, info.master, capacity=capacity)

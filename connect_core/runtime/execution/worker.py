@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.cluster import processes
-from connect_core.runtime.execution.worker_client import MAX_REQUEST_BYTES, fingerprint, ping, worker_files
+from connect_core.runtime.execution.worker_client import (
+    KEEPALIVE_S,
+    MAX_REQUEST_BYTES,
+    fingerprint,
+    ping,
+    worker_files,
+)
 from connect_core.runtime.security import mask_text
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
@@ -48,6 +54,9 @@ log = logging.getLogger(__name__)
 MAX_NAMES = 1000
 _MAX_CONNECTIONS = 32
 _READ_TIMEOUT_S = 10.0
+_SEND_TIMEOUT_S = 30.0
+#: The longest path a Unix socket can have (sun_path, with its terminating NUL).
+_MAX_SOCKET_PATH = 107
 _START_TIMEOUT_S = 90.0
 
 
@@ -59,6 +68,11 @@ class _Forward(logging.Handler):
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self._senders: dict[int, Any] = {}
         self._lock = threading.Lock()
+
+    def createLock(self) -> None:
+        # No handler-wide lock: senders are per thread, and one caller slow to read must not stall
+        # every thread's logging (Handler.acquire skips a None lock).
+        self.lock = None
 
     def attach(self, send: Any) -> None:
         with self._lock:
@@ -168,24 +182,33 @@ class Worker:
             return
         from connect_core.runtime.execution.local_run import plan_runs, run_planned, run_record
 
-        gone = threading.Event()
+        gone, done_event = threading.Event(), threading.Event()
+        sending = threading.Lock()
+        conn.settimeout(_SEND_TIMEOUT_S)  # a caller that stops reading never blocks the worker for long
 
         def send(message: dict[str, Any]) -> None:
             if not gone.is_set():
                 try:
-                    conn.sendall(json.dumps(message, default=str).encode() + b"\n")
-                except OSError:  # the caller left (say Ctrl-C): the runs go on and commit
+                    with sending:
+                        conn.sendall(json.dumps(message, default=str).encode() + b"\n")
+                except OSError:  # the caller left (say Ctrl-C) or stopped reading: the runs go on and commit
                     gone.set()
+
+        def keep_alive() -> None:
+            while not done_event.wait(KEEPALIVE_S):
+                send({"alive": True})
 
         with self._lock:
             self.in_flight += 1
-        self.forward.attach(send)
         try:
             planned = plan_runs(self.runtime, names, master, task)
             classic = [f"{r.connector}-{r.task_id}" for r in planned if not _on_spark_connect(r, master)]
             if classic:  # a spark-submit is the caller's own to make, with its own environment
                 send({"error": f"tasks on classic pools: {', '.join(classic)}", "code": "refused"})
                 return
+            send({"accepted": True})
+            self.forward.attach(send)
+            threading.Thread(target=keep_alive, daemon=True).start()
             log.info("worker %d of pool `%s` runs %s", os.getpid(), self.pool, ", ".join(names))
             done, groups = run_planned(self.runtime, planned, master)
             send({"results": [run_record(r, pool) for r, pool in done], "groups": groups})
@@ -196,6 +219,7 @@ class Worker:
             log.exception("run request failed")
             send({"error": mask_text(f"{type(exc).__name__}: {exc}"), "code": "error"})
         finally:
+            done_event.set()
             self.forward.detach()
             with self._lock:
                 self.in_flight -= 1
@@ -312,6 +336,11 @@ def start_worker(
 
     pool_folder(settings, pool)  # the name checked (it names files), the folder made
     sock, pid_file, log_path = worker_files(settings.home, pool)
+    if len(str(sock)) > _MAX_SOCKET_PATH:
+        raise ConfigError(
+            f"the worker's socket path {sock} is longer than a Unix socket's {_MAX_SOCKET_PATH} bytes: "
+            "use a shorter CONNECT_HOME or pool name"
+        )
     stop_worker(settings, pool)
     proc_env = {
         **os.environ,
@@ -330,7 +359,7 @@ def start_worker(
     deadline = time.monotonic() + _START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-15:])
+            tail = mask_text("\n".join(log_path.read_text(errors="replace").splitlines()[-15:]))
             raise ConfigError(f"the worker of pool `{pool}` exited with {proc.returncode} at start-up:\n{tail}")
         if sock.is_socket() and ping(sock) is not None:
             return proc.pid
@@ -370,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     if token := token_of(master):
         masker.add(token)
     settings = Settings()
+    if settings.database_url is not None:
+        masker.add_config({"database_url": settings.database_url.get_secret_value()})
     worker = Worker(settings, args.pool, master, args.idle_timeout)
     _warm_client(master)
 

@@ -17,7 +17,7 @@ import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
 
@@ -37,6 +37,9 @@ __all__ = [
 #: The largest request a worker reads (a run of at most a thousand connectors fits).
 MAX_REQUEST_BYTES = 256 * 1024
 _CONNECT_TIMEOUT_S = 2.0
+#: A worker sends a keep-alive every `KEEPALIVE_S` while it runs a request; silence this long is a dead one.
+KEEPALIVE_S = 10.0
+_SILENCE_S = 6 * KEEPALIVE_S
 
 
 class WorkerGone(RetriableError):
@@ -45,25 +48,29 @@ class WorkerGone(RetriableError):
 
 
 def worker_files(home: Path | str, pool: str) -> tuple[Path, Path, Path]:
-    """The pool's worker socket, its process file and its log, under `CONNECT_HOME/pools`."""
+    """The pool's worker socket, its process file and its log, under `CONNECT_HOME/pools` (`+` is in
+    no pool name, so no other pool's server files, `<name>.json` and `<name>.log`, are these)."""
     folder = Path(home) / "pools"
-    return folder / f"{pool}.sock", folder / f"{pool}.worker.json", folder / f"{pool}.worker.log"
+    return folder / f"{pool}.sock", folder / f"{pool}+worker.json", folder / f"{pool}+worker.log"
 
 
 def fingerprint(settings: Settings) -> str:
-    """Which metadata store a process works on, however its URL is spelled (`postgresql://` or
-    `postgresql+psycopg2://`, a default port or not): a hash of its user, host, port and database
-    (never its password); or the embedded store of its home."""
+    """What a process's runs work on: its metadata store, however its URL is spelled
+    (`postgresql://` or `postgresql+psycopg2://`, a default port or not: user, host, port, database
+    and query, never the password; or the embedded store of its home), its topics and its plugins.
+    A worker serves only callers with its own fingerprint (a hash: nothing of it can be read back)."""
     url = settings.database_url.get_secret_value() if settings.database_url else None
     if not url:
-        name = f"embedded:{Path(settings.home).resolve() / 'pgdata'}"
+        store = f"embedded:{Path(settings.home).resolve() / 'pgdata'}"
     else:
         parts = urlsplit(url)
         try:
             port = parts.port or 5432
         except ValueError:
             port = 0
-        name = f"{parts.username or ''}@{(parts.hostname or '').lower()}:{port}{parts.path}"
+        query = sorted(parse_qsl(parts.query, keep_blank_values=True))
+        store = f"{parts.username or ''}@{(parts.hostname or '').lower()}:{port}{parts.path}?{query}"
+    name = json.dumps([store, settings.topics_base, settings.plugin_path])
     return hashlib.sha256(name.encode()).hexdigest()
 
 
@@ -134,10 +141,12 @@ def run_on_worker(
         except OSError:
             return None
         accepted = False
+        sock.settimeout(_SILENCE_S)  # a running request says something (a keep-alive at least) this often
         for raw in sock.makefile("rb"):
             message = json.loads(raw)
-            if "log" in message:
+            if message.get("accepted"):
                 accepted = True
+            elif "log" in message:
                 if on_log is not None:
                     on_log(int(message.get("level", 20)), str(message["log"]))
             elif "results" in message:

@@ -174,3 +174,13 @@ def test_a_metadata_store_is_the_same_however_its_url_is_spelled(tmp_path: Path)
         mark(None),
     }
     assert "pw" not in same
+
+
+def test_a_warm_pool_never_takes_over_a_classic_pools_name(runtime: Runtime) -> None:
+    from connect_core.runtime.cluster.connect_server import start_pool
+    from connect_core.sdk.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="`local` is a classic pool"):
+        start_pool(runtime, "local")
+    assert next(p for p in runtime.pools.list(60.0) if p.name == "local").master.startswith("local")
+    assert not (runtime.settings.home / "pools" / "local.json").exists()  # no server was started
