@@ -169,19 +169,30 @@ def start_pool(
             f"pool `{name}` is a classic pool ({existing.master}); a warm pool needs a name of its own "
             f"(or `connect pools remove {name}` first)"
         )
-    info = start_server(rt.settings, name, **server)
-    try:
-        rt.pools.add(name, info.master, capacity=capacity)
-        worker_pid = start_worker(rt.settings, name, info.master, idle_timeout=idle_timeout, env=server.get("env"))
-    except BaseException:
-        stop_pool(rt.settings, name)
-        raise
+    with processes.locked(pool_lock(rt.settings, name)):
+        info = start_server(rt.settings, name, **server)
+        try:
+            rt.pools.add(name, info.master, capacity=capacity)
+            worker_pid = start_worker(rt.settings, name, info.master, idle_timeout=idle_timeout, env=server.get("env"))
+        except BaseException:
+            _stop_both(rt.settings, name)
+            raise
     return replace(info, worker_pid=worker_pid)
+
+
+def pool_lock(settings: Settings, name: str) -> Path:
+    """The file whose lock a pool's start and stop hold (`+` is in no pool name: no clash)."""
+    return pool_folder(settings, name) / f"{name}+lock"
 
 
 def stop_pool(settings: Settings, name: str) -> bool:
     """Stop the pool's worker (its running requests finish first), then its server; whether the
     server was running."""
+    with processes.locked(pool_lock(settings, name)):
+        return _stop_both(settings, name)
+
+
+def _stop_both(settings: Settings, name: str) -> bool:
     from connect_core.runtime.execution.worker import stop_worker
 
     stop_worker(settings, name)

@@ -7,14 +7,17 @@ kernel has since given to another process never gets that process signalled.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["pid_alive", "running", "stop", "terminate", "write_pid_file"]
+__all__ = ["locked", "pid_alive", "running", "stop", "terminate", "write_pid_file"]
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -24,6 +27,22 @@ def _start_ticks(pid: int) -> int | None:
     except OSError:
         return None
     return int(stat[stat.rindex(")") + 2 :].split()[19])  # fields after the command name, which may hold spaces
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, wait: bool = True) -> Iterator[bool]:
+    """An exclusive lock on `path` (created 0600) for the block: two `connect pools start` or `stop`
+    of one pool at once take turns. With `wait=False` the block gets False instead of waiting."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def write_pid_file(path: Path, pid: int, **extra: Any) -> None:

@@ -117,27 +117,34 @@ class Worker:
         server.listen(_MAX_CONNECTIONS)
         server.settimeout(min(30.0, max(1.0, self.idle_timeout / 4)) if self.idle_timeout else 30.0)
         log.info("worker of pool `%s` listening on %s (pid %d)", self.pool, path, os.getpid())
+        every = float(server.gettimeout() or 30.0)
+        next_check = time.monotonic() + every
         try:
             while not self.stopping.is_set():
+                if time.monotonic() >= next_check:  # on a clock, however often callers ping
+                    next_check = time.monotonic() + every
+                    if self._idle() and self._stop_idle_pool():
+                        return
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    if self._idle():
-                        log.info("pool `%s` idle for %.0f s: stopping its server", self.pool, self.idle_timeout)
-                        from connect_core.runtime.cluster.connect_server import stop_server
-
-                        stop_server(self.settings, self.pool)
-                        return
                     continue
-                except OSError:
+                except OSError as exc:
                     if self.stopping.is_set():
                         return
-                    raise
+                    log.warning("accept failed (%s); retrying", exc)  # out of file descriptors, say
+                    time.sleep(1.0)
+                    continue
                 if not self.busy.acquire(blocking=False):
                     _answer(conn, {"error": "the pool worker is at its connection limit", "code": "refused"})
                     conn.close()
                     continue
-                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+                try:
+                    threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+                except RuntimeError:  # no thread to be had
+                    self.busy.release()
+                    _answer(conn, {"error": "the pool worker cannot take more requests now", "code": "refused"})
+                    conn.close()
         finally:
             server.close()
             path.unlink(missing_ok=True)
@@ -263,6 +270,22 @@ class Worker:
             self.last_activity = time.monotonic()
         with self._lock:
             return self.in_flight == 0 and time.monotonic() - self.last_activity >= self.idle_timeout
+
+    def _stop_idle_pool(self) -> bool:
+        """Stop the idle pool's server, unless a `connect pools start` or `stop` of it runs now;
+        whether it stopped (then this worker ends too)."""
+        from connect_core.runtime.cluster.connect_server import pool_lock, stop_server
+
+        with processes.locked(pool_lock(self.settings, self.pool), wait=False) as mine:
+            if not mine:
+                return False
+            self.stopping.set()  # no request starts on a server being stopped
+            if self.in_flight:
+                self.stopping.clear()
+                return False
+            log.info("pool `%s` idle for %.0f s: stopping its server", self.pool, self.idle_timeout)
+            stop_server(self.settings, self.pool)
+        return True
 
     def _drain(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
