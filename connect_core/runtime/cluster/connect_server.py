@@ -94,6 +94,8 @@ def start_server(
         "spark.connect.grpc.binding.address": bind,
         "spark.connect.grpc.binding.port": str(port),
         "spark.pyspark.python": sys.executable,
+        # Python workers fork from a daemon that has imported what they use (`_warm_daemon`)
+        "spark.python.daemon.module": "connect_core.runtime.cluster._warm_daemon",
     }
     public, secret = split_secret_conf(settings_conf)
     if secret:
@@ -211,20 +213,9 @@ def _wait(proc: subprocess.Popen[bytes], master: str, log_path: Path) -> None:
     raise FatalError(f"the Spark Connect server did not answer within {START_TIMEOUT_S:.0f} s (log: {log_path})")
 
 
-#: What a run's Python workers import, imported by each of them at warm-up instead.
-_WORKER_MODULES = (
-    "pyarrow.parquet",
-    "psycopg2",
-    "connect_core.runtime.topics.segments",
-    "connect_core.connectors.jdbc.source",
-    "connect_core.connectors.jdbc.sink",
-)
-
-
 def _warm(master: str) -> None:
-    """What a first run does, once: a session, and an Arrow job over every core whose Python
-    workers import what a run's workers use (they are kept and reused), so that no run pays for
-    starting them (measured: a 1M-row JDBC source run 5.9 s on a server warmed with one worker)."""
+    """What a first run does, once: a session, and an Arrow job over every core, which starts the
+    Python daemon (it imports what a run's workers use, `_warm_daemon`) and a worker per core."""
     from pyspark.sql import SparkSession
 
     from connect_core.runtime.sparkutil import default_parallelism
@@ -232,16 +223,11 @@ def _warm(master: str) -> None:
     spark = SparkSession.builder.remote(master).create()
     try:
         cores = default_parallelism(spark)
-        modules = _WORKER_MODULES
 
-        def prime(batches: Any) -> Any:
-            import importlib
-
-            for name in modules:
-                importlib.import_module(name)
+        def same(batches: Any) -> Any:
             yield from batches
 
-        spark.range(0, cores * 2, 1, cores * 2).mapInArrow(prime, "id long").agg({"id": "sum"}).collect()
+        spark.range(0, cores, 1, cores).mapInArrow(same, "id long").agg({"id": "sum"}).collect()
     finally:
         spark.stop()
 
