@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.cluster.spark_connect import is_connect_master
+from connect_core.runtime.cluster.spark_connect import is_connect_master, public_master
 from connect_core.runtime.execution.submit import SubmitResult, merge_spark_conf, run_as_client, submit_tasks
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ __all__ = ["PlannedRun", "plan_runs", "run_planned", "run_record"]
 class PlannedRun:
     connector: str
     task_id: int
-    pool: str  # "" when an explicit master overrides the assignment
+    pool: str  # the explicit master (its token masked) when one overrides the assignment
     placement: Placement | None
 
 
@@ -42,7 +42,8 @@ def plan_runs(
         info = rt.connectors.get(name)
         for t in [task] if task is not None else list(range(len(info.tasks))):
             placement = None if master else place(rt.engine, rt.settings, name, t)
-            planned.append(PlannedRun(name, t, placement.pool if placement else "", placement))
+            shown = placement.pool if placement else public_master(master or "")  # a token never shown
+            planned.append(PlannedRun(name, t, shown, placement))
     return planned
 
 
@@ -60,7 +61,8 @@ def run_planned(
         tasks = [(r.connector, r.task_id) for r in group]
         where = target(group[0])
         if where and is_connect_master(where):  # a warm pool: this process is its client, no spark-submit
-            results = run_as_client(rt, tasks, where, group[0].pool or None)
+            # an explicit master is no pool: the run is not fenced by the task's assignment
+            results = run_as_client(rt, tasks, where, group[0].pool if group[0].placement else None)
         else:
             conf = merge_spark_conf(*(rt.spark_conf_for(name) for name in dict.fromkeys(r.connector for r in group)))
             results = submit_tasks(

@@ -68,7 +68,7 @@ def _ask(path: Path, raw: bytes) -> dict:  # type: ignore[type-arg]
 
 
 def test_connect_run_hands_a_sync_to_the_warm_pool_worker(
-    runtime: Runtime, worker: Path, cli: Cli, tmp_path: Path
+    runtime: Runtime, worker: Path, cli: Cli, tmp_path: Path, spark_connect_url: str
 ) -> None:
     source, sink = file_pair(runtime, tmp_path)
     source.write_text("one\ntwo\n")
@@ -87,6 +87,12 @@ def test_connect_run_hands_a_sync_to_the_warm_pool_worker(
         f.write("three\n")
     proc = cli("run", "fileSourceConnector", "fileSinkConnector")
     assert "SUCCEEDED" in proc.stdout and sink.read_text() == "one\ntwo\nthree\n"
+
+    # an explicit master is no pool: nothing fences the run, and the token shows nowhere
+    proc = cli("run", "fileSourceConnector", "--master", spark_connect_url, "--output", "json")
+    (run,) = json.loads(proc.stdout)
+    assert run["state"] == "SUCCEEDED" and "token=****" in run["pool"]
+    assert spark_connect_url.split("token=")[1] not in proc.stdout + proc.stderr
 
     missing = cli("run", "noSuchConnector", check=False)  # the worker's answer is the CLI's own error
     assert missing.returncode == 4 and "noSuchConnector" in missing.stderr and "Traceback" not in missing.stderr
