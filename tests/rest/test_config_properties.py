@@ -73,3 +73,13 @@ def test_masking_hides_every_credential(user: str, password: str, secret: str, n
     assert masked["db.password"] == MASK
     query = masker.text(f"{noise} jdbc:mysql://h/db?user={user}&password={password}&ssl=true")
     assert f"password={MASK}&ssl=true" in query
+
+
+def test_a_url_user_named_like_a_key_keeps_the_url_and_hides_the_rest() -> None:
+    """Found by the property above: a user `JAAS` (or `auth`, `token`) looked like a secret key."""
+    masker = SecretMasker()
+    for user in ("JAAS", "auth", "token"):
+        url = f"jdbc:postgresql://{user}:s3cr3t-pw@db.example:5432/app"
+        assert masker.config({"connection.url": url})["connection.url"] == url.replace("s3cr3t-pw", MASK)
+    text = masker.text("jdbc:mysql://auth:s3cr3t-pw@h/db?password=other-secret&ssl=true")
+    assert text == f"jdbc:mysql://auth:{MASK}@h/db?password={MASK}&ssl=true"

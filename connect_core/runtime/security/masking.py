@@ -46,8 +46,10 @@ _URL_CREDENTIALS = re.compile(r"://([^\s/@:]*):([^\s/?#@]*)@")
 # blank, a quote or `&` (a URL query's separator). The word may be the end of a longer key
 # (`connection.password`). `;` and `,` may be part of a password, so the mask runs past them:
 # `;password=x;db=y` hides `x;db=y` — more than the secret, never less.
+# Not a URL's user named like a key (`://auth:********@host`, its password masked already): the
+# search goes on past it, to a `?password=` later in the same URL.
 _KEY_VALUE = re.compile(
-    rf"(?:{_SECRET_WORDS})[\"']?[ \t]*[:=][ \t]*(?P<q>[\"']?)(?P<value>[^\s\"'&]+)",
+    rf"(?:{_SECRET_WORDS})[\"']?[ \t]*[:=][ \t]*(?P<q>[\"']?)(?!{re.escape(MASK)}@)(?P<value>[^\s\"'&]+)",
     re.IGNORECASE,
 )
 
