@@ -89,10 +89,10 @@ class _Forward(logging.Handler):
 
 
 class Worker:
-    def __init__(self, settings: Settings, pool: str, master: str, idle_timeout: float) -> None:
+    def __init__(self, settings: Settings, pool: str, idle_timeout: float) -> None:
         from connect_core.runtime.context import Runtime
 
-        self.settings, self.pool, self.master, self.idle_timeout = settings, pool, master, idle_timeout
+        self.settings, self.pool, self.idle_timeout = settings, pool, idle_timeout
         self.runtime = Runtime.open(settings, upgrade=False)
         self.fingerprint = fingerprint(settings)
         self.forward = _Forward()
@@ -424,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     if settings.database_url is not None:
         masker.add_config({"database_url": settings.database_url.get_secret_value()})
-    worker = Worker(settings, args.pool, master, args.idle_timeout)
+    worker = Worker(settings, args.pool, args.idle_timeout)
     _warm_client(master)
 
     def stop(*_: object) -> None:
