@@ -89,9 +89,11 @@ def _local_dir(path: str) -> str | None:
     return None if "://" in local else local
 
 
-#: Rows are gathered into Parquet row groups of about this many bytes (Spark's `parquet.block.size`):
-#: a producer's small batches would otherwise make tiny row groups, slow to write and to read.
-ROW_GROUP_BYTES = 128 << 20
+#: Rows are gathered into Parquet row groups of about this many bytes (of Arrow memory): a producer's
+#: small batches would otherwise make tiny row groups, slow to write and to read. Smaller than
+#: Spark's `parquet.block.size` (128 MiB) so that one big file (a source that read in the driver)
+#: still splits into several units of reading for a sink (`_file_units`).
+ROW_GROUP_BYTES = 32 << 20
 
 
 def _arrow_writer(schema: StructType, directory: str, run_id: int) -> Any:
@@ -227,29 +229,32 @@ def arrow_topics(
     found = {}
     for topic, frame in frames.items():
         mine = [s for s in segments if s.topic == topic]
-        files: list[tuple[str, int, int]] = []  # (file, shift from __seq to offset, topic partition)
+        files: list[tuple[str, int, int, int]] = []  # (file, shift from __seq to offset, topic partition, groups)
         counts: dict[tuple[int, int], int] = {}
         listed = [(seg, _segment_files(seg)) for seg in mine]
-        if any(f is None or any(pid is None for _, pid, _ in f) for _, f in listed):
+        if any(f is None or any(pid is None for _, pid, _, _ in f) for _, f in listed):
             continue
         for seg, seg_files in listed:
-            for _, pid, rows in seg_files or []:
+            for _, pid, rows, _groups in seg_files or []:
                 assert pid is not None
                 counts[seg.run_id, pid] = counts.get((seg.run_id, pid), 0) + rows
         bases = _offset_bases(mine, counts)
         for seg, seg_files in listed:
-            for file, pid, _ in seg_files or []:
+            for file, pid, _, groups in seg_files or []:
                 assert pid is not None
                 base, partition = bases[seg.run_id, pid]
-                files.append((file, base - (pid << _PID_SHIFT), partition))
+                files.append((file, base - (pid << _PID_SHIFT), partition, groups))
         if not files:
             continue
-        # one file per Spark partition, or several when there are many (small) files
-        slots = min(len(files), max(2, 2 * default_parallelism(spark)))
+        # a file per Spark partition, several when there are many (small) files, or a file's row
+        # groups over several when there are few (one big file written by the driver)
+        wanted = max(2, 2 * default_parallelism(spark))
+        units = _file_units(files, wanted)
+        slots = min(len(units), wanted)
         schema = frame.schema
         found[topic] = ArrowRecords(
             spark,
-            files,
+            units,
             _FILE_UNITS,
             _file_reader(topic, to_arrow_schema(schema, timezone="UTC")),
             schema,
@@ -260,8 +265,31 @@ def arrow_topics(
 
 
 _FILE_UNITS = StructType(
-    [StructField("file", StringType()), StructField("shift", LongType()), StructField("partition", IntegerType())]
+    [
+        StructField("file", StringType()),
+        StructField("shift", LongType()),
+        StructField("partition", IntegerType()),
+        StructField("first_group", IntegerType()),
+        StructField("groups", IntegerType()),
+    ]
 )
+
+
+def _file_units(files: Sequence[tuple[str, int, int, int]], wanted: int) -> list[tuple[str, int, int, int, int]]:
+    """Units of reading (file, shift, partition, first row group, row groups): one per file, the
+    biggest split in halves by row groups while there are fewer units than `wanted`."""
+    units = [(file, shift, partition, 0, groups) for file, shift, partition, groups in files]
+    while len(units) < wanted:
+        i = max(range(len(units)), key=lambda k: units[k][4])
+        file, shift, partition, first, groups = units[i]
+        if groups < 2:
+            break
+        half = groups // 2
+        units[i : i + 1] = [
+            (file, shift, partition, first, half),
+            (file, shift, partition, first + half, groups - half),
+        ]
+    return units
 
 
 def _file_reader(topic: str, schema: Any) -> Any:
@@ -275,11 +303,15 @@ def _file_reader(topic: str, schema: Any) -> Any:
         import pyarrow.parquet as pq
 
         for batch in inputs:
-            for file, shift, partition in zip(*(batch.column(i).to_pylist() for i in range(3)), strict=True):
+            units = zip(*(batch.column(i).to_pylist() for i in range(5)), strict=True)
+            for file, shift, partition, first, groups in units:
                 parquet = pq.ParquetFile(file)
                 present = set(parquet.schema_arrow.names)
                 wanted = [f.name for f in schema if f.name in present]
-                for rows in parquet.iter_batches(batch_size=65_536, columns=[*wanted, SEQ_COLUMN]):
+                groups_read = list(range(first, first + groups))
+                for rows in parquet.iter_batches(
+                    batch_size=65_536, row_groups=groups_read, columns=[*wanted, SEQ_COLUMN]
+                ):
                     n = rows.num_rows
                     columns = []
                     for field in schema:
@@ -336,19 +368,20 @@ def _footer_counts(segments: Sequence[Segment]) -> dict[tuple[int, int], int] | 
         files = _segment_files(seg)
         if files is None:
             return None
-        for _, pid, rows in files:
+        for _, pid, rows, _groups in files:
             if pid is None:
                 return None
             counts[seg.run_id, pid] = counts.get((seg.run_id, pid), 0) + rows
     return counts
 
 
-def _segment_files(seg: Segment) -> list[tuple[str, int | None, int]] | None:
-    """(file, Spark partition id or None if unknown, rows) of each non-empty Parquet file of a local segment."""
+def _segment_files(seg: Segment) -> list[tuple[str, int | None, int, int]] | None:
+    """(file, Spark partition id or None if unknown, rows, row groups) of each non-empty Parquet file
+    of a local segment."""
     local = _local_dir(seg.path)
     if local is None:
         return None
-    found: list[tuple[str, int | None, int]] = []
+    found: list[tuple[str, int | None, int, int]] = []
     for file in sorted(Path(local).glob("*.parquet")):
         meta = pq.read_metadata(file)
         if not meta.num_rows:
@@ -362,7 +395,8 @@ def _segment_files(seg: Segment) -> list[tuple[str, int | None, int]] | None:
                 pids.add(-1)
                 break
             pids.update({stats.min >> _PID_SHIFT, stats.max >> _PID_SHIFT})
-        found.append((str(file), pids.pop() if len(pids) == 1 and -1 not in pids else None, meta.num_rows))
+        pid = pids.pop() if len(pids) == 1 and -1 not in pids else None
+        found.append((str(file), pid, meta.num_rows, meta.num_row_groups))
     return found
 
 

@@ -108,3 +108,30 @@ def test_an_empty_arrow_source_writes_no_rows(spark: Any, tmp_path: Path) -> Non
     path = tmp_path / "t" / "partition=0" / "run=3"
     assert write_segment(spark, _records(spark, [(0, 0), (5, 5)]), str(path), 3) == 0
     assert not list(path.glob("*.parquet"))
+
+
+def test_one_big_file_is_read_by_row_groups_in_several_units(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source that read in the driver writes one file; a sink still reads it in parallel, each unit
+    a run of its row groups, every offset exactly once."""
+    import pyarrow.parquet as pq
+
+    from connect_core.runtime.topics import segments as segments_module
+
+    monkeypatch.setattr(segments_module, "ROW_GROUP_BYTES", 1)  # a row group per produced batch
+    path = tmp_path / "t" / "partition=0" / "run=1"
+    assert write_segment(spark, _records(spark, [(0, 60)], in_driver=True), str(path), 1) == 60
+    (file,) = path.glob("*.parquet")
+    assert pq.read_metadata(file).num_row_groups == 9  # batches of 7 rows
+    segments = [Segment("t", 0, 0, 60, 60, str(path), 1)]
+    frame = read_topics(spark, segments)["t"]
+
+    arrow = arrow_topics(spark, segments, {"t": frame})["t"]
+    groups = sorted((first, n) for _, _, _, first, n in arrow.units)
+    assert len(groups) == arrow.partitions > 1
+    covered = [g for first, n in groups for g in range(first, first + n)]
+    assert covered == list(range(9))  # every row group in exactly one unit
+    rows = _arrow_rows(dataclasses.replace(arrow, in_driver=False))
+    assert sorted(r["__offset"] for r in rows) == list(range(60))
+    assert all(r["n"] == r["__offset"] for r in rows)
