@@ -93,7 +93,7 @@ def test_the_rebalance_sensor_defers_until_a_pool_dies_then_moves_its_work(
     assert {p for p, _ in runtime.pools.assignment().values()} == {"local"}
     (latest, *_) = runtime.pools.history(1)
     assert latest["reason"] == "pool y lost" and latest["moved"] >= 1
-    assert set(latest["old"].values()) == {"local", "y"} and set(latest["new"].values()) == {"local"}
+    assert {m["from"] for m in latest["moves"]} == {"y"} and {m["to"] for m in latest["moves"]} == {"local"}
 
 
 class _Ready(BaseHTTPRequestHandler):

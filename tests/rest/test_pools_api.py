@@ -48,7 +48,8 @@ def test_pool_registry_and_cluster_views(api: Served, runtime: Runtime, tmp_path
     assert east["alive"] is False and east["probe"]["ok"] is False and east["running"] == []
     assert "ConnectError" in east["probe"]["error"] or "Connect" in east["probe"]["error"]
     (latest, *_) = httpx.get(f"{url}/rebalances", params={"limit": 1}).json()
-    assert latest["reason"] == "pool east lost" and set(latest["new"].values()) == {"local"}
+    assert latest["reason"] == "pool east lost" and latest["moved"] == result["moved"]
+    assert {m["from"] for m in latest["moves"]} == {"east"} and {m["to"] for m in latest["moves"]} == {"local"}
 
     # a pool nobody probes stays alive through heartbeats
     assert httpx.put(f"{url}/pools/yarn1", json={"master": "yarn"}).status_code == 201

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import heapq
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -113,19 +114,28 @@ def sticky(pools: Sequence[Pool], task_configs: TaskConfigs, previous: Assignmen
         else:
             homeless.append(item)
     # A new (or under-loaded) pool takes from pools above their share, newest items first.
+    held: dict[str, list[Work]] = {name: [] for name in capacity}  # each pool's items, newest last
+    for item, pool in result.items():
+        held[pool].append(item)
+    for items_of_pool in held.values():
+        items_of_pool.sort(key=_newest)
     for pool in sorted(capacity, key=lambda n: (load[n] / capacity[n], n)):
         while load[pool] < math.floor(share[pool]):
             donor = max(capacity, key=lambda n: (load[n] - share[n], n))
             if load[donor] - share[donor] < 1:
                 break
-            moved = max((i for i, p in result.items() if p == donor), key=_newest)
+            moved = held[donor].pop()
             result[moved] = pool
             load[donor] -= 1
             load[pool] += 1
+    # the homeless go to the least loaded pool by capacity, one at a time (a heap: O(n log pools))
+    by_load = [(load[n] / capacity[n], n) for n in capacity]
+    heapq.heapify(by_load)
     for item in homeless:
-        pool = min(capacity, key=lambda n: (load[n] / capacity[n], n))
+        _, pool = heapq.heappop(by_load)
         result[item] = pool
         load[pool] += 1
+        heapq.heappush(by_load, (load[pool] / capacity[pool], pool))
     return result
 
 

@@ -2,22 +2,28 @@
 
 A pool is alive while it heartbeats within `heartbeat_timeout` (database time);
 a `local[…]` pool is the machine the runner runs on, so it is always alive.
-`rebalance` runs an allocation strategy over the live pools and, if anything
-moves, writes the new assignments under generation + 1 in one transaction and
-bumps the fencing generation of every moved task, so a run still going on a
-lost pool can finish but never commit.
+
+`rebalance` is incremental, as Kafka's cooperative rebalancing (KIP-415): while
+the live pools are those of the last full allocation, a create, resize or delete
+touches only its own connector's rows (new work goes to the least loaded pools,
+removed work's rows are deleted), at a cost independent of the cluster's size.
+When the pools change, the strategy allocates everything again and only the rows
+that change are written, under generation + 1 in one transaction, and the
+fencing generation of every moved task is bumped, so a run still going on a lost
+pool can finish but never commit. The log records what moved, not whole maps.
 """
 
 from __future__ import annotations
 
 import builtins
+import heapq
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select, text, tuple_, update
+from sqlalchemy import Engine, Select, delete, func, literal_column, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -25,10 +31,18 @@ from sqlalchemy.orm import Session, sessionmaker
 from connect_core.runtime.cluster.allocation import Pool, Work, allocate
 from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect_master, pool_kind, public_master
 from connect_core.runtime.store.db import CONFLICT, check_storable, store_fault
-from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, RebalanceLogRow, SparkPoolRow, TaskConfigRow
+from connect_core.runtime.store.models import (
+    AssignmentRow,
+    ConnectorRow,
+    PlacementQueueRow,
+    RebalanceLogRow,
+    RebalanceStateRow,
+    SparkPoolRow,
+    TaskConfigRow,
+)
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
-__all__ = ["Plan", "PoolInfo", "PoolStore", "RebalanceResult", "check_pool_name"]
+__all__ = ["PoolInfo", "PoolStore", "RebalanceResult", "check_pool_name"]
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 CONNECTOR_ITSELF = -1
@@ -69,47 +83,15 @@ class PoolInfo:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What a rebalance would do now, computed without writing anything."""
-
-    generation: int
-    previous: dict[Work, str]
-    new: dict[Work, str]
-    live: tuple[str, ...]
-
-    @property
-    def moved(self) -> list[Work]:
-        return [w for w in self.new if self.previous.get(w) != self.new[w]]
-
-    @property
-    def gone(self) -> list[Work]:
-        return [w for w in self.previous if w not in self.new]
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.moved or self.gone)
-
-    def reason(self) -> str:
-        """Why the assignment changes, for the rebalance log: lost and joined pools, new and gone work."""
-        moved = self.moved
-        lost = sorted({self.previous[w] for w in moved if w in self.previous and self.previous[w] not in self.live})
-        used = set(self.previous.values())
-        joined = sorted({p for p in self.new.values() if p not in used}) if used else []
-        fresh = sum(1 for w in moved if w not in self.previous)
-        parts = [f"pool {p} lost" for p in lost] + [f"pool {p} joined" for p in joined]
-        if fresh:
-            parts.append(f"{fresh} new connector/task item(s)")
-        if self.gone:
-            parts.append(f"{len(self.gone)} item(s) removed")
-        return "; ".join(parts) or ("load rebalanced" if self.changed else "nothing to do")
-
-
-@dataclass(frozen=True)
 class RebalanceResult:
     generation: int
+    #: items placed or moved (new work counts: it got a pool)
     moved: int
-    assignment: dict[Work, str]
+    #: where each placed or moved item went
+    changes: dict[Work, str]
     reason: str = ""
+    #: a full allocation (the live pools changed), or only new and removed work placed
+    full: bool = False
 
 
 class PoolStore:
@@ -205,19 +187,38 @@ class PoolStore:
             row = s.get(AssignmentRow, (connector, task_id))
         return (row.pool, row.generation) if row else None
 
-    def plan(self, strategy: str, heartbeat_timeout: float, max_delay: float = 0.0) -> Plan:
-        """What `rebalance` would write now (nothing is written)."""
+    def pending(self, strategy: str, heartbeat_timeout: float, max_delay: float = 0.0) -> str | None:
+        """Why a rebalance is due now, or None (nothing written; three small queries, whatever the
+        cluster's size): the live pools differ from the last full allocation's, or connectors'
+        work changed since a rebalance placed it (the placement queue, filled by triggers)."""
         with self._sessions() as s:
-            return _plan(s, strategy, heartbeat_timeout, max_delay)
+            state = s.get(RebalanceStateRow, 1)
+            pools = _live_pools(s, strategy, heartbeat_timeout, max_delay)
+            if state is None or state.pools != pools or state.strategy != strategy:
+                return _pools_reason(state.pools if state else None, pools)
+            if s.execute(select(PlacementQueueRow.connector).limit(1)).first():
+                return "connectors created, resized or deleted"
+            return None
 
     def rebalance(
-        self, strategy: str, heartbeat_timeout: float, reason: str | None = None, max_delay: float = 0.0
+        self,
+        strategy: str,
+        heartbeat_timeout: float,
+        reason: str | None = None,
+        max_delay: float = 0.0,
+        connectors: Collection[str] | None = None,
     ) -> RebalanceResult:
-        """Allocate every connector and task over the live pools; write it if anything moved.
+        """Place the work over the live pools; write only what changes.
 
-        With `sticky`, a pool silent for less than `heartbeat_timeout + max_delay`
-        keeps its work (Kafka's `scheduled.rebalance.max.delay`): a pool that
-        blips does not reshuffle anything.
+        While the live pools (and their capacities) are those of the last full allocation and the
+        strategy is `sticky`, only new work is placed (on the least loaded pools by capacity) and
+        the assignments of removed work are deleted: the work of `connectors` if given (a create,
+        resize or delete of those), else all unplaced work. Its cost does not grow with the
+        cluster. Otherwise the strategy allocates everything again, and only the rows that change
+        are written; moved tasks are fenced (a run still going on their old pool cannot commit).
+
+        With `sticky`, a pool silent for less than `heartbeat_timeout + max_delay` keeps its work
+        (Kafka's `scheduled.rebalance.max.delay`): a pool that blips does not reshuffle anything.
 
         A rebalance that loses a lock wait (a long config change, a runner's commit) is run
         again: it recomputes its plan from scratch, so a retry is always safe, and the caller
@@ -225,70 +226,34 @@ class PoolStore:
         """
         for attempt in range(1, _REBALANCE_ATTEMPTS + 1):
             try:
-                return self._rebalance(strategy, heartbeat_timeout, reason, max_delay)
+                return self._rebalance(strategy, heartbeat_timeout, reason, max_delay, connectors)
             except DBAPIError as exc:
                 if store_fault(exc) != CONFLICT or attempt == _REBALANCE_ATTEMPTS:
                     raise
         raise AssertionError("unreachable")
 
     def _rebalance(
-        self, strategy: str, heartbeat_timeout: float, reason: str | None, max_delay: float
+        self,
+        strategy: str,
+        heartbeat_timeout: float,
+        reason: str | None,
+        max_delay: float,
+        connectors: Collection[str] | None,
     ) -> RebalanceResult:
         with self._sessions.begin() as s:
             # One rebalance at a time, whoever runs it (sensors on several schedulers).
             s.execute(text("SELECT pg_advisory_xact_lock(hashtext('connect_core.rebalance'))"))
-            # The connectors to place, held FOR KEY SHARE (in name order, as every writer locks a
-            # connector row first): none can be deleted before its assignments are written, so
-            # their foreign key always holds. Config changes (FOR NO KEY UPDATE) do not wait.
-            connectors = set(
-                s.scalars(
-                    select(ConnectorRow.name).order_by(ConnectorRow.name).with_for_update(read=True, key_share=True)
-                )
-            )
-            plan = _plan(s, strategy, heartbeat_timeout, max_delay, connectors)
-            why = reason or plan.reason()
-            if not plan.changed:
-                return RebalanceResult(plan.generation, 0, plan.new, why)
-            generation = plan.generation + 1
-            moved = plan.moved
-            moved_tasks = sorted((w.connector, w.task) for w in moved if w.task is not None)
-            if moved_tasks:  # their rows before any write: a runner locks a task row before the counter
-                s.execute(
-                    select(TaskConfigRow.task_id)
-                    .where(tuple_(TaskConfigRow.connector, TaskConfigRow.task_id).in_(moved_tasks))
-                    .order_by(TaskConfigRow.connector, TaskConfigRow.task_id)
-                    .with_for_update()
-                )
-            s.execute(delete(AssignmentRow))
-            if plan.new:
-                s.execute(
-                    insert(AssignmentRow).values(
-                        [
-                            {"connector": w.connector, "task_id": _task_id(w), "pool": p, "generation": generation}
-                            for w, p in plan.new.items()
-                        ]
-                    )
-                )
-            if moved_tasks:  # fence runs of the old assignment; one statement: the counter is bumped once
-                s.execute(
-                    update(TaskConfigRow)
-                    .where(tuple_(TaskConfigRow.connector, TaskConfigRow.task_id).in_(moved_tasks))
-                    .values(generation=TaskConfigRow.generation + 1)
-                )
-            s.add(
-                RebalanceLogRow(
-                    generation=generation,
-                    strategy=strategy,
-                    reason=why,
-                    moved=len(moved),
-                    old={_key(w): p for w, p in plan.previous.items()},
-                    new={_key(w): p for w, p in plan.new.items()},
-                )
-            )
-            return RebalanceResult(generation, len(moved), plan.new, why)
+            state = s.get(RebalanceStateRow, 1)
+            if state is None:  # a store whose row was deleted by hand: start the count again
+                state = RebalanceStateRow(id=1, generation=0)
+                s.add(state)
+            pools = _live_pools(s, strategy, heartbeat_timeout, max_delay)
+            if strategy == "sticky" and state.pools == pools and state.strategy == strategy:
+                return _incremental(s, state, strategy, pools, reason, connectors)
+            return _full(s, state, strategy, pools, reason)
 
     def history(self, limit: int = 20) -> builtins.list[dict[str, Any]]:
-        """The latest rebalances, newest first."""
+        """The latest rebalances, newest first, with what each placed or moved."""
         with self._sessions() as s:
             rows = s.scalars(select(RebalanceLogRow).order_by(RebalanceLogRow.id.desc()).limit(limit)).all()
         return [
@@ -297,34 +262,269 @@ class PoolStore:
                 "strategy": r.strategy,
                 "reason": r.reason,
                 "moved": r.moved,
+                "placed": r.placed,
+                "removed": r.removed,
                 "at": r.created_at.isoformat(),
-                "old": r.old,
-                "new": r.new,
+                "moves": [{"item": item, "from": old, "to": new} for item, old, new in r.moves],
             }
             for r in rows
         ]
 
 
-def _plan(
-    s: Session, strategy: str, heartbeat_timeout: float, max_delay: float, connectors: set[str] | None = None
-) -> Plan:
-    """The allocation now; with `connectors`, of those connectors' work only (the ones a rebalance locked)."""
+def _live_pools(s: Session, strategy: str, heartbeat_timeout: float, max_delay: float) -> dict[str, int]:
+    """name → capacity of the pools a rebalance allocates over now."""
     grace = max_delay if strategy == "sticky" else 0.0
     cutoff = func.now() - timedelta(seconds=heartbeat_timeout + grace)
-    live = s.scalars(
-        select(SparkPoolRow)
+    rows = s.execute(
+        select(SparkPoolRow.name, SparkPoolRow.capacity)
         .where((SparkPoolRow.heartbeat_at >= cutoff) | SparkPoolRow.master.startswith("local"))
         .order_by(SparkPoolRow.name)
     ).all()
+    return {name: capacity for name, capacity in rows}
+
+
+def _pools_reason(before: Mapping[str, int] | None, now: Mapping[str, int]) -> str:
+    if before is None:
+        return "first allocation"
+    parts = [f"pool {p} lost" for p in sorted(set(before) - set(now))]
+    parts += [f"pool {p} joined" for p in sorted(set(now) - set(before))]
+    parts += [f"pool {p} resized" for p in sorted(set(now) & set(before)) if now[p] != before[p]]
+    return "; ".join(parts) or "strategy changed"
+
+
+def _unplaced_connectors(names: Collection[str] | None) -> Select[str]:
+    placed = select(AssignmentRow.connector).where(
+        AssignmentRow.connector == ConnectorRow.name, AssignmentRow.task_id == CONNECTOR_ITSELF
+    )
+    query = select(ConnectorRow.name).where(~placed.exists())
+    return query if names is None else query.where(ConnectorRow.name.in_(builtins.list(names)))
+
+
+def _unplaced_tasks(names: Collection[str] | None) -> Select[str, int]:
+    placed = select(AssignmentRow.connector).where(
+        AssignmentRow.connector == TaskConfigRow.connector, AssignmentRow.task_id == TaskConfigRow.task_id
+    )
+    query = select(TaskConfigRow.connector, TaskConfigRow.task_id).where(~placed.exists())
+    return query if names is None else query.where(TaskConfigRow.connector.in_(builtins.list(names)))
+
+
+def _orphans(names: Collection[str] | None) -> Select[str, int, str]:
+    """Assignments of tasks that are gone (a connector resized down; a deleted connector's rows go
+    with it by the foreign key)."""
+    exists = select(TaskConfigRow.connector).where(
+        TaskConfigRow.connector == AssignmentRow.connector, TaskConfigRow.task_id == AssignmentRow.task_id
+    )
+    query = select(AssignmentRow.connector, AssignmentRow.task_id, AssignmentRow.pool).where(
+        AssignmentRow.task_id != CONNECTOR_ITSELF, ~exists.exists()
+    )
+    return query if names is None else query.where(AssignmentRow.connector.in_(builtins.list(names)))
+
+
+def _lock_connectors(s: Session, names: Collection[str] | None) -> set[str]:
+    """Hold the connectors FOR KEY SHARE, in name order (every writer locks a connector row first):
+    none can be deleted before its assignments are written, so their foreign key always holds.
+    Config changes (FOR NO KEY UPDATE) do not wait. Returns those that exist."""
+    query = select(ConnectorRow.name).order_by(ConnectorRow.name).with_for_update(read=True, key_share=True)
+    if names is not None:
+        query = query.where(ConnectorRow.name.in_(sorted(names)))
+    return set(s.scalars(query))
+
+
+def _incremental(
+    s: Session,
+    state: RebalanceStateRow,
+    strategy: str,
+    pools: dict[str, int],
+    reason: str | None,
+    connectors: Collection[str] | None,
+) -> RebalanceResult:
+    """Place the unplaced work of `connectors` (or of all) on the least loaded pools; delete the
+    assignments of their removed tasks. Nothing that runs moves, so nothing is fenced."""
+    if connectors is None:  # the sensor: the connectors whose work changed since they were placed
+        connectors = set(s.scalars(select(PlacementQueueRow.connector)))
+    locked = _lock_connectors(s, connectors) if connectors else set()
+    new = [Work(c) for c in sorted(s.scalars(_unplaced_connectors(locked)))] if locked else []
+    new += [Work(c, t) for c, t in sorted(s.execute(_unplaced_tasks(locked)))] if locked else []
+    gone = [(Work(c, t), p) for c, t, p in s.execute(_orphans(locked))] if locked else []
+    if not (gone or (new and pools)):
+        _dequeue(s, locked if pools or not new else set())
+        return RebalanceResult(state.generation, 0, {}, reason or "nothing to do")
+    generation = state.generation + 1
+    load = dict.fromkeys(pools, 0)
+    for pool, count in s.execute(select(AssignmentRow.pool, func.count()).group_by(AssignmentRow.pool)):
+        if pool in load:
+            load[pool] = count
+    by_load = [(load[n] / max(1, pools[n]), n) for n in pools]
+    heapq.heapify(by_load)
+    changes: dict[Work, str] = {}
+    for item in new if pools else []:
+        _, pool = heapq.heappop(by_load)
+        changes[item] = pool
+        load[pool] += 1
+        heapq.heappush(by_load, (load[pool] / max(1, pools[pool]), pool))
+    if gone:
+        _delete_assignments(s, [w for w, _ in gone])
+    if changes:
+        s.execute(
+            insert(AssignmentRow).values(
+                [
+                    {"connector": w.connector, "task_id": _task_id(w), "pool": p, "generation": generation}
+                    for w, p in changes.items()
+                ]
+            )
+        )
+    why = reason or "; ".join(
+        ([f"{len(changes)} new connector/task item(s)"] if changes else [])
+        + ([f"{len(gone)} item(s) removed"] if gone else [])
+    )
+    _log(s, state, generation, strategy, why, [(w, None, p) for w, p in changes.items()], len(changes), len(gone))
+    _dequeue(s, locked if pools or not new else set())  # without a live pool, new work stays queued
+    return RebalanceResult(generation, len(changes), changes, why)
+
+
+def _full(
+    s: Session, state: RebalanceStateRow, strategy: str, pools: dict[str, int], reason: str | None
+) -> RebalanceResult:
+    """The strategy over every connector and task: what moves is fenced; only changed rows are written."""
+    connectors = _lock_connectors(s, None)
     tasks: dict[str, list[dict[str, Any]]] = {}
-    for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
-        if connectors is None or t.connector in connectors:
-            tasks.setdefault(t.connector, []).append(t.config)
-    previous_rows = s.scalars(select(AssignmentRow)).all()
-    previous = {_work(r.connector, r.task_id): r.pool for r in previous_rows}
-    generation = max((r.generation for r in previous_rows), default=0)
-    new = allocate(strategy, [Pool(p.name, p.capacity) for p in live], tasks, previous)
-    return Plan(generation, previous, new, tuple(p.name for p in live))
+    if strategy == "consistent-hash":  # the only strategy that reads a task's config
+        query = select(TaskConfigRow.connector, TaskConfigRow.config)
+    else:
+        query = select(TaskConfigRow.connector, literal_column("NULL"))
+    for connector, config in s.execute(query.order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
+        if connector in connectors:
+            tasks.setdefault(connector, []).append(config or {})
+    for name in connectors:
+        tasks.setdefault(name, [])
+    previous = {
+        _work(c, t): p
+        for c, t, p in s.execute(select(AssignmentRow.connector, AssignmentRow.task_id, AssignmentRow.pool))
+    }
+    new = allocate(strategy, [Pool(name, capacity) for name, capacity in pools.items()], tasks, previous)
+    placed = {w: p for w, p in new.items() if w not in previous}
+    moved = {w: p for w, p in new.items() if w in previous and previous[w] != p}
+    gone = [w for w in previous if w not in new]
+    why = reason or _full_reason(state.pools, pools, previous, new, placed, gone)
+    state.pools, state.strategy = pools, strategy
+    done = connectors if pools else set()  # placed (without a live pool, nothing is)
+    if not (placed or moved or gone):
+        _dequeue(s, done)
+        return RebalanceResult(state.generation, 0, {}, why, full=True)
+    generation = state.generation + 1
+    fenced = sorted((w.connector, w.task) for w in moved if w.task is not None)
+    if fenced:  # their rows before any write: a runner locks a task row before the counter
+        s.execute(
+            select(TaskConfigRow.task_id)
+            .where(tuple_(TaskConfigRow.connector, TaskConfigRow.task_id).in_(fenced))
+            .order_by(TaskConfigRow.connector, TaskConfigRow.task_id)
+            .with_for_update()
+        )
+    if gone:
+        _delete_assignments(s, gone)
+    if moved:
+        _update_assignments(s, moved, generation)
+    if placed:
+        s.execute(
+            insert(AssignmentRow).values(
+                [
+                    {"connector": w.connector, "task_id": _task_id(w), "pool": p, "generation": generation}
+                    for w, p in placed.items()
+                ]
+            )
+        )
+    if fenced:  # fence runs of the old assignment; one statement: the change counter is bumped once
+        s.execute(
+            update(TaskConfigRow)
+            .where(tuple_(TaskConfigRow.connector, TaskConfigRow.task_id).in_(fenced))
+            .values(generation=TaskConfigRow.generation + 1)
+        )
+    moves = [(w, previous[w], p) for w, p in moved.items()] + [(w, None, p) for w, p in placed.items()]
+    _log(s, state, generation, strategy, why, moves, len(placed), len(gone))
+    _dequeue(s, done)
+    return RebalanceResult(generation, len(moves), {**moved, **placed}, why, full=True)
+
+
+def _full_reason(
+    before: Mapping[str, int] | None,
+    pools: Mapping[str, int],
+    previous: Mapping[Work, str],
+    new: Mapping[Work, str],
+    placed: Mapping[Work, str],
+    gone: Sequence[Work],
+) -> str:
+    """Lost and joined pools (of those that held or take work), new and gone work."""
+    lost = sorted({p for p in previous.values() if p not in pools})
+    used = set(previous.values())
+    joined = sorted({p for p in new.values() if p not in used}) if used else []
+    parts = [f"pool {p} lost" for p in lost] + [f"pool {p} joined" for p in joined]
+    if placed:
+        parts.append(f"{len(placed)} new connector/task item(s)")
+    if gone:
+        parts.append(f"{len(gone)} item(s) removed")
+    if parts:
+        return "; ".join(parts)
+    return "load rebalanced" if before is not None else "first allocation"
+
+
+def _dequeue(s: Session, placed: Collection[str]) -> None:
+    """The `placed` connectors, and those deleted meanwhile, leave the placement queue. Done after
+    every lock the rebalance takes, so a writer's trigger waiting on a queue row never waits for a
+    rebalance that waits for that writer. A connector created after the rebalance took its locks
+    stays queued (its own create places it, or the sensor does)."""
+    gone = ~select(ConnectorRow.name).where(ConnectorRow.name == PlacementQueueRow.connector).exists()
+    s.execute(delete(PlacementQueueRow).where(PlacementQueueRow.connector.in_(sorted(placed)) | gone))
+
+
+def _delete_assignments(s: Session, items: Sequence[Work]) -> None:
+    s.execute(
+        text(
+            "DELETE FROM connect.assignments a USING unnest(CAST(:c AS text[]), CAST(:t AS int[])) AS g(c, t) "
+            "WHERE a.connector = g.c AND a.task_id = g.t"
+        ),
+        {"c": [w.connector for w in items], "t": [_task_id(w) for w in items]},
+    )
+
+
+def _update_assignments(s: Session, moved: Mapping[Work, str], generation: int) -> None:
+    s.execute(
+        text(
+            "UPDATE connect.assignments a SET pool = m.p, generation = :g "
+            "FROM unnest(CAST(:c AS text[]), CAST(:t AS int[]), CAST(:p AS text[])) AS m(c, t, p) "
+            "WHERE a.connector = m.c AND a.task_id = m.t"
+        ),
+        {
+            "c": [w.connector for w in moved],
+            "t": [_task_id(w) for w in moved],
+            "p": list(moved.values()),
+            "g": generation,
+        },
+    )
+
+
+def _log(
+    s: Session,
+    state: RebalanceStateRow,
+    generation: int,
+    strategy: str,
+    reason: str,
+    moves: Sequence[tuple[Work, str | None, str]],
+    placed: int,
+    removed: int,
+) -> None:
+    state.generation = generation
+    state.updated_at = func.now()
+    s.add(
+        RebalanceLogRow(
+            generation=generation,
+            strategy=strategy,
+            reason=reason,
+            moved=len(moves),
+            moves=[[_key(w), old, new] for w, old, new in moves],
+            placed=placed,
+            removed=removed,
+        )
+    )
 
 
 def _info(r: SparkPoolRow, age: float, heartbeat_timeout: float) -> PoolInfo:

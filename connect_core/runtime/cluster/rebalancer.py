@@ -1,16 +1,17 @@
 """What the rebalance sensor does, without Airflow: probe the pools, decide, rebalance.
 
 `check()` probes every pool (a successful probe is its heartbeat) and asks the
-pool store what a rebalance would change now; it returns the reason when
-something would move (a pool lost or joined, a connector created, resized or
-deleted), None otherwise. A dry run of the strategy is exact: every strategy
-gives the same answer for the same pools and work, and `sticky` moves nothing
-when nothing changed.
+pool store whether a rebalance is due: the live pools differ from those of the
+last full allocation (a pool lost, joined or resized), work is unplaced (a
+connector created or resized that no rebalance placed yet), or assignments
+outlive their work. It returns the reason, or None; a few small queries,
+whatever the number of connectors.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -42,11 +43,10 @@ class Rebalancer:
     def check(self) -> str | None:
         """Probe the pools; the reason a rebalance is due, or None."""
         probe_all(self.pools, self.heartbeat_timeout)
-        plan = self.pools.plan(self.strategy, self.heartbeat_timeout, self.max_delay)
-        return plan.reason() if plan.changed else None
+        return self.pools.pending(self.strategy, self.heartbeat_timeout, self.max_delay)
 
-    def rebalance(self, reason: str | None = None) -> RebalanceResult:
-        result = self.pools.rebalance(self.strategy, self.heartbeat_timeout, reason, self.max_delay)
+    def rebalance(self, reason: str | None = None, connectors: Collection[str] | None = None) -> RebalanceResult:
+        result = self.pools.rebalance(self.strategy, self.heartbeat_timeout, reason, self.max_delay, connectors)
         if result.moved:
             log.info("rebalance to generation %s (%s): %s item(s) moved", result.generation, reason, result.moved)
         return result
@@ -90,7 +90,7 @@ def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> P
     pools = PoolStore(engine)
     at = pools.placement(connector, task_id)
     if at is None:
-        Rebalancer.from_settings(engine, settings).rebalance()
+        Rebalancer.from_settings(engine, settings).rebalance(connectors=[connector])
         at = pools.placement(connector, task_id)
         if at is None:
             raise RetriableError("no live Spark pool to run on: add one with `connect pools add`")

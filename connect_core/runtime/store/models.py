@@ -34,7 +34,9 @@ __all__ = [
     "ClusterRow",
     "ConnectorRow",
     "ConnectorStatusRow",
+    "PlacementQueueRow",
     "RebalanceLogRow",
+    "RebalanceStateRow",
     "SinkOffsetRow",
     "SourcePositionRow",
     "SparkPoolRow",
@@ -174,7 +176,7 @@ class TaskRunRow(Base):
     started_at: Mapped[datetime] = _now()
     heartbeat_at: Mapped[datetime] = _now()
     lease_expires_at: Mapped[datetime]
-    finished_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None] = mapped_column(index=True)
     stats: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     error: Mapped[str | None] = mapped_column(Text)
     # Paths the run writes to, recorded before writing so that a killed run's
@@ -217,8 +219,32 @@ class AssignmentRow(Base):
 
     connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
     task_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    pool: Mapped[str] = mapped_column(Text)
+    pool: Mapped[str] = mapped_column(Text, index=True)
     generation: Mapped[int] = mapped_column(BigInteger)
+
+
+class RebalanceStateRow(Base):
+    """One row: the latest rebalance generation, and the live pools (name → capacity) and strategy
+    the last full allocation ran with; while they hold, a rebalance places only what is new
+    (migration 0007)."""
+
+    __tablename__ = "rebalance_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    generation: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    pools: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    strategy: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = _now()
+
+
+class PlacementQueueRow(Base):
+    """A connector whose work changed (created; tasks added or removed) since a rebalance last
+    placed it: filled by triggers in the writer's transaction, emptied by the rebalance (0007)."""
+
+    __tablename__ = "placement_queue"
+
+    connector: Mapped[str] = mapped_column(Text, primary_key=True)
+    queued_at: Mapped[datetime] = _now()
 
 
 class RebalanceLogRow(Base):
@@ -229,8 +255,10 @@ class RebalanceLogRow(Base):
     strategy: Mapped[str] = mapped_column(Text)
     reason: Mapped[str] = mapped_column(Text)
     moved: Mapped[int] = mapped_column(Integer)
-    old: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    new: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    # [item, from pool or null, to pool] of each item placed or moved; counts (migration 0007)
+    moves: Mapped[list[Any]] = mapped_column(JSONB, server_default="[]")
+    placed: Mapped[int] = mapped_column(Integer, server_default="0")
+    removed: Mapped[int] = mapped_column(Integer, server_default="0")
     created_at: Mapped[datetime] = _now()
 
 

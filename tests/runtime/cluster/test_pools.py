@@ -53,19 +53,24 @@ def test_rebalance_spreads_then_moves_only_lost_work(runtime: Runtime, pools: Po
     pools.remove("local")
     _counters(runtime, tmp_path)  # 2 connectors + 4 tasks, placed as they are created
     first = pools.assignment()
-    assert {p for p, _ in first.values()} == {"a"} and {g for _, g in first.values()} == {2}
+    assert {p for p, _ in first.values()} == {"a"} and {g for _, g in first.values()} == {
+        1,
+        2,
+    }  # each placed by its create
 
     pools.add("b", "spark://127.0.0.1:7078", capacity=2)
-    assert pools.plan("sticky", heartbeat_timeout=60).reason() == "pool b joined"
+    assert pools.pending("sticky", heartbeat_timeout=60) == "pool b joined"
     second = pools.rebalance("sticky", heartbeat_timeout=60)
-    assert second.generation == 3 and second.moved == 3  # b takes its half of 6 items
+    assert second.generation == 3 and second.moved == 3 and second.full  # b takes its half of 6 items
+    assert set(second.changes.values()) == {"b"}
     assert pools.rebalance("sticky", heartbeat_timeout=60, reason="no change").moved == 0
-    assert not pools.plan("sticky", heartbeat_timeout=60).changed
+    assert pools.pending("sticky", heartbeat_timeout=60) is None
 
     _expire(runtime, "b")
-    assert pools.plan("sticky", heartbeat_timeout=60, max_delay=7200).reason() == "nothing to do"  # still in grace
+    assert pools.pending("sticky", heartbeat_timeout=60, max_delay=7200) is None  # still in grace
+    assert pools.pending("sticky", heartbeat_timeout=60) == "pool b lost"
     third = pools.rebalance("sticky", heartbeat_timeout=60)
-    assert third.moved == 3 and set(third.assignment.values()) == {"a"}
+    assert third.moved == 3 and {p for p, _ in pools.assignment().values()} == {"a"}
     with runtime.engine.connect() as conn:
         log = conn.execute(
             select(RebalanceLogRow.generation, RebalanceLogRow.reason).order_by(RebalanceLogRow.id)
@@ -87,7 +92,7 @@ def test_a_task_moved_off_its_pool_cannot_commit(runtime: Runtime, pools: PoolSt
     lease = runtime.runs.acquire("c0", 0, lease_seconds=60)  # a run on the current owner
     _expire(runtime, owner)  # its pool dies mid-run
     result = pools.rebalance("sticky", heartbeat_timeout=60, reason=f"{owner} lost")
-    assert result.assignment[Work("c0", 0)] != owner
+    assert result.changes[Work("c0", 0)] != owner
     with pytest.raises(FencedError):
         runtime.runs.commit(lease, CommitRequest(positions=[SourcePosition({"counter": 0}, {"next": 5})]))
 
@@ -96,7 +101,8 @@ def test_a_local_pool_needs_no_heartbeat(runtime: Runtime, pools: PoolStore, tmp
     _counters(runtime, tmp_path, n=1, tasks=1)
     _expire(runtime, "local")
     assert pools.list(heartbeat_timeout=60)[0].alive
-    assert set(pools.rebalance("sticky", 60, reason="initial").assignment.values()) == {"local"}
+    pools.rebalance("sticky", 60, reason="initial")
+    assert {p for p, _ in pools.assignment().values()} == {"local"}
 
 
 def test_a_run_moved_mid_run_is_fenced_and_leaves_nothing(
@@ -119,7 +125,7 @@ def test_a_run_moved_mid_run_is_fenced_and_leaves_nothing(
 
     def owner_dies_once_the_run_started():  # type: ignore[no-untyped-def]
         _expire(runtime, owner)
-        assert pools.rebalance("sticky", heartbeat_timeout=60).assignment[Work("c0", 0)] == other
+        assert pools.rebalance("sticky", heartbeat_timeout=60).changes[Work("c0", 0)] == other
         return spark
 
     fenced = runner(owner, owner_dies_once_the_run_started).run("c0", 0)
