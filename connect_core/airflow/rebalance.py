@@ -12,11 +12,16 @@ and fires as soon as a rebalance would change the assignment: a pool lost
 for `sticky`), a pool joined, a connector created, resized or deleted. The
 `rebalance` task then writes generation + 1 and gives every Spark pool an
 Airflow pool with its capacity as slots. Then the next run starts waiting.
+While waiting, the trigger also prunes the metadata's history (finished task
+runs and rebalance log rows older than `CONNECT_HISTORY_RETENTION_DAYS`) once
+an hour.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -29,10 +34,13 @@ from connect_core.runtime.airflow_client import AirflowClient
 from connect_core.runtime.cluster.rebalancer import Rebalancer, sync_airflow_pools
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.store.db import database_url, make_engine
+from connect_core.runtime.store.retention import prune
 
 __all__ = ["REBALANCE_DAG_ID", "PoolChangeTrigger", "RebalanceSensor", "rebalance_dag"]
 
 REBALANCE_DAG_ID = "connect_rebalance"
+
+log = logging.getLogger(__name__)
 
 
 def _engine(settings: Settings) -> Engine:
@@ -47,6 +55,17 @@ def check_once(settings: Settings | None = None) -> str | None:
         return Rebalancer.from_settings(engine, settings).check()
     finally:
         engine.dispose()
+
+
+#: How often the waiting sensor prunes the metadata's history (`runtime.store.retention`).
+PRUNE_EVERY = 3600.0
+
+
+def _prune(engine: Engine, settings: Settings) -> None:
+    try:
+        prune(engine, settings.history_retention_days)
+    except Exception as exc:  # a prune that fails is retried next hour; the sensor keeps watching
+        log.warning("pruning the metadata's history failed: %s", exc)
 
 
 class PoolChangeTrigger(BaseTrigger):
@@ -64,7 +83,11 @@ class PoolChangeTrigger(BaseTrigger):
         engine = await asyncio.to_thread(_engine, settings)
         try:
             rebalancer = Rebalancer.from_settings(engine, settings)
+            pruned_at = -PRUNE_EVERY
             while True:
+                if time.monotonic() - pruned_at >= PRUNE_EVERY:
+                    pruned_at = time.monotonic()
+                    await asyncio.to_thread(_prune, engine, settings)
                 reason = await asyncio.to_thread(rebalancer.check)
                 if reason:
                     yield TriggerEvent({"reason": reason})

@@ -59,6 +59,12 @@ class Settings(BaseSettings):
         "to come back before moving its work.",
     )
     probe_interval: float = Field(default=5.0, gt=0, description="Seconds between the rebalance sensor's probes.")
+    history_retention_days: float = Field(
+        default=7.0,
+        ge=0,
+        description="Days finished task runs (with their stats) and rebalance log rows are kept; each task's "
+        "latest run and the latest rebalance are always kept. 0: keep everything.",
+    )
     airflow_url: str | None = Field(default=None, description="Airflow's base URL, to pause DAGs and trigger runs.")
     airflow_username: str = Field(default="admin", description="Airflow user for its REST API.")
     airflow_password: SecretStr | None = Field(default=None, description="Password of `airflow_username`.")

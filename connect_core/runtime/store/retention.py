@@ -1,0 +1,64 @@
+"""History retention: the metadata stays linear in connectors + tasks, not in time.
+
+Finished task runs (and their stats) and rebalance log rows older than
+`history_retention_days` are deleted, in batches so that no statement holds
+locks for long. Kept whatever their age: a run still RUNNING, a run whose staged
+files are not cleaned up yet (the next run deletes them by that record), each
+task's latest run and the one its status points to, and the latest rebalance.
+Error totals live on the task's status row, so pruning runs loses none of them.
+The rebalance sensor prunes about once an hour (`connect_core.airflow.rebalance`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from sqlalchemy import Engine, text
+
+__all__ = ["prune"]
+
+log = logging.getLogger(__name__)
+
+_RUNS = text(
+    """
+    DELETE FROM connect.task_runs WHERE id IN (
+        SELECT r.id FROM connect.task_runs r
+        WHERE r.finished_at < now() - CAST(:age AS interval)
+          AND r.state <> 'RUNNING'
+          AND r.staged_paths = '[]'::jsonb
+          AND EXISTS (SELECT 1 FROM connect.task_runs n
+                      WHERE n.connector = r.connector AND n.task_id = r.task_id AND n.id > r.id)
+          AND NOT EXISTS (SELECT 1 FROM connect.task_status s WHERE s.last_run_id = r.id)
+        ORDER BY r.finished_at
+        LIMIT :batch)
+    """
+)
+_LOG = text(
+    """
+    DELETE FROM connect.rebalance_log WHERE id IN (
+        SELECT id FROM connect.rebalance_log
+        WHERE created_at < now() - CAST(:age AS interval)
+          AND id < (SELECT max(id) FROM connect.rebalance_log)
+        ORDER BY id
+        LIMIT :batch)
+    """
+)
+
+
+def prune(engine: Engine, retention_days: float, *, batch: int = 5_000, max_batches: int = 100) -> dict[str, int]:
+    """Delete history older than `retention_days` (0: nothing); rows deleted per table."""
+    deleted = {"task_runs": 0, "rebalance_log": 0}
+    if retention_days <= 0:
+        return deleted
+    age = f"{timedelta(days=retention_days).total_seconds():.0f} seconds"
+    for table, statement in (("task_runs", _RUNS), ("rebalance_log", _LOG)):
+        for _ in range(max_batches):
+            with engine.begin() as conn:
+                n = conn.execute(statement, {"age": age, "batch": batch}).rowcount
+            deleted[table] += n
+            if n < batch:
+                break
+    if any(deleted.values()):
+        log.info("pruned history older than %s day(s): %s", retention_days, deleted)
+    return deleted
