@@ -58,6 +58,7 @@ ALIASES: dict[str, str] = {
     "io.confluent.connect.jdbc.JdbcSinkConnector": "JdbcSinkConnector",
     "org.apache.rocketmq.connect.jdbc.connector.JdbcSourceConnector": "JdbcSourceConnector",
     "org.apache.rocketmq.connect.jdbc.connector.JdbcSinkConnector": "JdbcSinkConnector",
+    "io.debezium.connector.postgresql.PostgresConnector": "PostgresCdcSourceConnector",
 }
 
 

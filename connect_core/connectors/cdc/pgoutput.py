@@ -55,6 +55,7 @@ __all__ = [
     "Update",
     "format_lsn",
     "parse",
+    "values_of",
 ]
 
 
@@ -227,15 +228,18 @@ class Decoder:
         (bytes), the integer types and oid (int), real and double precision (float), numeric (Decimal),
         date, time, timestamp (naive) and timestamptz (in UTC) as Python values; any other type (text,
         varchar, char, uuid, json, jsonb, arrays, intervals, enums, …) as its text."""
-        relation = self.relation(relation_oid)
-        if len(data) != len(relation.columns):
-            raise PgOutputError(
-                f"a row of {len(data)} columns for `{relation.namespace}.{relation.name}`, "
-                f"described with {len(relation.columns)}"
-            )
-        return {
-            column.name: _python(relation, column, value) for column, value in zip(relation.columns, data, strict=True)
-        }
+        return values_of(self.relation(relation_oid), data)
+
+
+def values_of(relation: Relation, data: TupleData) -> dict[str, Any]:
+    """`{column: value}` of a row of `relation` in text form (as `Decoder.values`; also for rows read
+    with `::text` casts, as a snapshot reads them)."""
+    if len(data) != len(relation.columns):
+        raise PgOutputError(
+            f"a row of {len(data)} columns for `{relation.namespace}.{relation.name}`, "
+            f"described with {len(relation.columns)}"
+        )
+    return {column.name: _python(relation, column, value) for column, value in zip(relation.columns, data, strict=True)}
 
 
 # --- reading messages --------------------------------------------------------------------------

@@ -1,0 +1,477 @@
+"""PostgresCdcSourceConnector: a database's changes, deletes included, from its write-ahead log.
+
+Debezium's PostgreSQL connector as a micro-batch: logical replication with the built-in
+`pgoutput` plugin, through a slot and a publication of the connector's own (created when
+missing). Each run
+
+1. confirms to the server the position the last run committed (only now may the slot free the
+   WAL before it: a run that dies before its commit is read again, never lost);
+2. on its first run (`snapshot.mode=initial`), creates the slot and copies every captured table
+   under the snapshot the slot exported, as `r` events: the stream then starts exactly where the
+   copy ends, with no gap and no duplicate;
+3. otherwise reads the slot from the committed position up to the WAL end the server had when
+   the run began (about `max.batch.size` changes at most, whole transactions only) and ends
+   with the position just past the last complete transaction, committed with the records in
+   the runtime's one metadata transaction.
+
+Events go to `<topic.prefix>.<schema>.<table>` in Debezium's envelope (`envelope.py`), keyed by
+the primary key; a delete is followed by a tombstone. A table without a primary key has no key.
+What the log does not carry: without `REPLICA IDENTITY FULL`, a delete's and an update's
+`before` hold the key columns only (the others null) and an unchanged TOAST value (a large text
+not touched by an update) is `__debezium_unavailable_value`; with FULL, both are whole.
+"""
+
+from __future__ import annotations
+
+import re
+import select
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from connect_core.connectors.cdc import pgoutput
+from connect_core.connectors.cdc.config import PostgresCdcConfig, captured
+from connect_core.connectors.cdc.envelope import UNAVAILABLE, ChangeTable, arrow_type
+from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
+from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PostgresCdcSourceConnector", "PostgresCdcSourceTask"]
+
+VERSION = "0.1.0"
+_SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3"
+
+
+@dataclass(frozen=True)
+class _Table:
+    schema: str
+    name: str
+    columns: tuple[pgoutput.Column, ...]
+    key: tuple[str, ...]  # the primary key
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    def relation(self) -> pgoutput.Relation:
+        return pgoutput.Relation(0, self.schema, self.name, "d", self.columns)
+
+
+class PostgresCdcSourceTask(SourceTask):
+    def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
+        cfg = PostgresCdcConfig.model_validate(self.config)
+        partition = {"server": cfg.topic_prefix}
+        committed = positions.offset(partition)
+        with _connect(cfg) as conn:
+            tables = _captured_tables(conn, cfg)
+            _ensure_publication(conn, cfg, tables)
+            slot = _slot(conn, cfg.slot_name)
+            if committed is None:
+                if slot is not None:  # left by a first run that never committed: start over
+                    self.log.warning("dropping slot `%s`, which no committed position refers to", cfg.slot_name)
+                    _drop_slot(conn, cfg.slot_name)
+                return self._first_run(spark, cfg, conn, tables, partition)
+            if cfg.snapshot_mode == "initial_only":
+                return SourceBatch.empty()
+            if slot is None:
+                raise FatalError(
+                    f"replication slot `{cfg.slot_name}` is gone (dropped, or invalidated by "
+                    "`max_slot_wal_keep_size`): the changes after the committed position "
+                    f"{pgoutput.format_lsn(int(committed['lsn']))} are lost to it. To start over with a new snapshot: "
+                    "stop the connector, reset its offsets (`connect offsets reset NAME`), resume it"
+                )
+            target = _current_lsn(conn)
+            self.log.info(
+                "slot `%s` holds %s of WAL; streaming from %s to %s",
+                cfg.slot_name,
+                _bytes(slot["retained"]),
+                pgoutput.format_lsn(int(committed["lsn"])),
+                pgoutput.format_lsn(target),
+            )
+        stream = _Stream(cfg, {t.qualified: t for t in tables}, self.log)
+        lsn = stream.read(int(committed["lsn"]), target)
+        records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if changes.rows}
+        offset = {"lsn": lsn, "snapshot": "done"}
+        if not records and lsn != int(committed["lsn"]):
+            # nothing captured changed, but the WAL moved on (other tables): advance past it
+            # at most every heartbeat interval, so the slot does not hold that WAL for ever
+            last = int(committed.get("ts_ms", 0))
+            now = int(time.time() * 1000)
+            if not cfg.heartbeat_interval_ms or now - last < cfg.heartbeat_interval_ms:
+                return SourceBatch.empty()
+            offset["ts_ms"] = now
+        elif records:
+            offset["ts_ms"] = int(time.time() * 1000)
+        self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), pgoutput.format_lsn(lsn))
+        return SourceBatch(records, (SourcePosition(partition, offset),))
+
+    def has_new_data(self, positions: Positions) -> bool | None:
+        """No new WAL since the committed position: nothing to read (one query, no Spark)."""
+        cfg = PostgresCdcConfig.model_validate(self.config)
+        committed = positions.offset({"server": cfg.topic_prefix})
+        if committed is None:
+            return True
+        if cfg.snapshot_mode == "initial_only":
+            return False
+        try:
+            with _connect(cfg) as conn:
+                return _current_lsn(conn) > int(committed["lsn"])
+        except Exception as exc:  # the run reports it, with its context
+            self.log.info("cannot tell whether there is anything new (%s); running", exc)
+            return None
+
+    def _first_run(
+        self, spark: SparkSession, cfg: PostgresCdcConfig, conn: Any, tables: list[_Table], partition: dict[str, str]
+    ) -> SourceBatch:
+        """Create the slot; with a snapshot mode that copies, copy the tables under its snapshot."""
+        copy = cfg.snapshot_mode in ("initial", "initial_only")
+        temporary = cfg.snapshot_mode == "initial_only"  # nothing streams later: the slot goes with this run
+        with _replication(cfg) as replication:
+            cur = replication.cursor()
+            cur.execute(
+                f"CREATE_REPLICATION_SLOT {cfg.slot_name}{' TEMPORARY' if temporary else ''} LOGICAL pgoutput "
+                + ("EXPORT_SNAPSHOT" if copy else "NOEXPORT_SNAPSHOT")
+            )
+            _, consistent_point, snapshot, _ = cur.fetchone()
+            lsn = _parse_lsn(consistent_point)
+            records = {}
+            if copy:
+                records = _snapshot(spark, cfg, tables, snapshot, lsn, self.log)
+        self.log.info(
+            "slot `%s` created at %s; %d table(s) %s",
+            cfg.slot_name,
+            consistent_point,
+            len(tables),
+            "copied" if copy else "not copied (snapshot.mode=" + cfg.snapshot_mode + ")",
+        )
+        offset = {"lsn": lsn, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
+        return SourceBatch(records, (SourcePosition(partition, offset),))
+
+
+class _Stream:
+    """Reads the slot: whole transactions, each table's changes into its ChangeTable."""
+
+    def __init__(self, cfg: PostgresCdcConfig, by_name: dict[str, _Table], log: Any) -> None:
+        self.cfg, self.by_name, self.log = cfg, by_name, log
+        self.changes: dict[str, ChangeTable] = {}
+        self.count = 0
+        self._decoder = pgoutput.Decoder()
+
+    def read(self, start: int, target: int) -> int:
+        """Stream from `start` to `target`; the position just past the last complete transaction read."""
+        if target <= start:
+            return start
+        cfg = self.cfg
+        reached = start
+        pending: list[Any] = []  # the open transaction's messages
+        begin: pgoutput.Begin | None = None
+        with _replication(cfg) as replication:
+            cur = replication.cursor()
+            cur.start_replication(
+                slot_name=cfg.slot_name,
+                decode=False,
+                start_lsn=start,
+                options={"proto_version": "1", "publication_names": cfg.publication_name},
+            )
+            cur.send_feedback(flush_lsn=start, force=True)  # the last run's commit: confirmed only now
+            deadline = time.monotonic() + cfg.poll_timeout_ms / 1000
+            while True:
+                message = cur.read_message()
+                if message is None:
+                    if begin is None and (cur.wal_end >= target or reached >= target):
+                        break
+                    if time.monotonic() > deadline:
+                        if begin is None:
+                            break
+                        raise RetriableError(
+                            f"the server streamed no more of slot `{cfg.slot_name}` within "
+                            f"{cfg.poll_timeout_ms} ms while a transaction was open (poll.timeout.ms)"
+                        )
+                    select.select([cur], [], [], 0.2)
+                    continue
+                deadline = time.monotonic() + cfg.poll_timeout_ms / 1000
+                event = self._decoder.decode(message.payload)
+                if isinstance(event, pgoutput.Begin):
+                    begin, pending = event, []
+                elif isinstance(event, pgoutput.Commit):
+                    if begin is not None and pending:
+                        self._apply(begin, event, pending)
+                    begin, pending = None, []
+                    reached = event.end_lsn
+                    if event.end_lsn >= target or self.count >= cfg.max_batch_size:
+                        break
+                elif isinstance(event, pgoutput.Insert | pgoutput.Update | pgoutput.Delete | pgoutput.Truncate):
+                    pending.append(event)
+        return reached
+
+    def _apply(self, begin: pgoutput.Begin, commit: pgoutput.Commit, events: list[Any]) -> None:
+        now = int(time.time() * 1000)
+        commit_ms = int(commit.commit_ts.timestamp() * 1000)
+        for event in events:
+            oids = event.relation_oids if isinstance(event, pgoutput.Truncate) else (event.relation_oid,)
+            for oid in oids:
+                relation = self._decoder.relation(oid)
+                name = f"{relation.namespace}.{relation.name}"
+                table = self.by_name.get(name)
+                if table is None:
+                    continue  # published, but not captured
+                changes = self._changes(table, relation)
+                source = _source(
+                    self.cfg, relation.namespace, relation.name, commit_ms, "false", begin.xid, commit.commit_lsn
+                )
+                self.count += 1
+                if isinstance(event, pgoutput.Truncate):
+                    changes.add("t", None, None, source, now)
+                elif isinstance(event, pgoutput.Insert):
+                    changes.add("c", None, self._row(oid, event.new), source, now)
+                elif isinstance(event, pgoutput.Update):
+                    after = self._row(oid, event.new)
+                    if event.key is not None:  # the key changed: Debezium's delete + create
+                        changes.add("d", self._row(oid, event.key), None, source, now, tombstone=True)
+                        changes.add("c", None, after, source, now)
+                    else:
+                        before = self._row(oid, event.old) if event.old is not None else None
+                        changes.add("u", before, after, source, now)
+                else:
+                    old = event.old if event.old is not None else event.key
+                    changes.add(
+                        "d", self._row(oid, old) if old is not None else None, None, source, now, tombstone=True
+                    )
+
+    def _changes(self, table: _Table, relation: pgoutput.Relation) -> ChangeTable:
+        topic = _topic(self.cfg, table)
+        columns = [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
+        found = self.changes.get(topic)
+        if found is None:
+            found = self.changes[topic] = ChangeTable(topic, columns, table.key)
+        elif list(found.columns) != columns:
+            # a column added, dropped or retyped mid-run: the rows before and after differ in shape
+            found.columns = _merged(list(found.columns), columns)
+        return found
+
+    def _row(self, oid: int, data: pgoutput.TupleData) -> dict[str, Any]:
+        values = self._decoder.values(oid, data)
+        return {k: (UNAVAILABLE if v is pgoutput.UNCHANGED_TOAST else v) for k, v in values.items()}
+
+
+def _merged(old: list[tuple[str, Any]], new: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Columns of rows before and after a schema change: the union, a retyped column as text."""
+    import pyarrow as pa
+
+    kinds = dict(old)
+    for name, kind in new:
+        kinds[name] = kind if kinds.get(name, kind) == kind else pa.string()
+    return list(kinds.items())
+
+
+def _snapshot(
+    spark: SparkSession, cfg: PostgresCdcConfig, tables: list[_Table], snapshot: str, lsn: int, log: Any
+) -> dict[str, Any]:
+    """Every captured table as it was at the slot's snapshot, as `r` events."""
+    import psycopg2
+
+    records = {}
+    now = int(time.time() * 1000)
+    conn = psycopg2.connect(**_dsn(cfg), options=_SESSION)
+    try:
+        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
+        with conn.cursor() as cur:
+            cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot,))
+            for table in tables:
+                changes = ChangeTable(
+                    _topic(cfg, table), [(c.name, arrow_type(c.type_oid, c.typmod)) for c in table.columns], table.key
+                )
+                relation = table.relation()
+                texts = ", ".join(f"{_quote(c.name)}::text" for c in table.columns)
+                cur.execute(f"SELECT {texts} FROM {_quote(table.schema)}.{_quote(table.name)}")
+                source = _source(cfg, table.schema, table.name, now, "true", None, lsn)
+                while rows := cur.fetchmany(10_000):
+                    for row in rows:
+                        changes.add("r", None, pgoutput.values_of(relation, tuple(row)), source, now)
+                if changes.rows:
+                    changes.rows[-1]["source"] = {**source, "snapshot": "last"}
+                    records[changes.topic] = changes.records(spark)
+                log.info("snapshot of %s: %d row(s)", table.qualified, len(changes.rows))
+        conn.rollback()
+    finally:
+        conn.close()
+    return records
+
+
+def _source(
+    cfg: PostgresCdcConfig, schema: str, table: str, ts_ms: int, snapshot: str, xid: int | None, lsn: int
+) -> dict[str, Any]:
+    return {
+        "version": VERSION,
+        "connector": "postgresql",
+        "name": cfg.topic_prefix,
+        "ts_ms": ts_ms,
+        "snapshot": snapshot,
+        "db": cfg.database_dbname,
+        "schema": schema,
+        "table": table,
+        "txId": xid,
+        "lsn": lsn,
+    }
+
+
+def _topic(cfg: PostgresCdcConfig, table: _Table) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{cfg.topic_prefix}.{table.schema}.{table.name}")[:249]
+
+
+def _dsn(cfg: PostgresCdcConfig) -> dict[str, Any]:
+    dsn: dict[str, Any] = {
+        "host": cfg.database_hostname,
+        "port": cfg.database_port,
+        "user": cfg.database_user,
+        "dbname": cfg.database_dbname,
+        "connect_timeout": 10,
+    }
+    if cfg.database_password:
+        dsn["password"] = cfg.database_password
+    return dsn
+
+
+@contextmanager
+def _connect(cfg: PostgresCdcConfig) -> Iterator[Any]:
+    import psycopg2
+
+    try:
+        conn = psycopg2.connect(**_dsn(cfg), options=_SESSION)
+    except psycopg2.OperationalError as exc:
+        raise RetriableError(
+            f"cannot reach PostgreSQL at {cfg.database_hostname}:{cfg.database_port}: {str(exc).strip()}"
+        ) from exc
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _replication(cfg: PostgresCdcConfig) -> Iterator[Any]:
+    import psycopg2
+    from psycopg2.extras import LogicalReplicationConnection
+
+    try:
+        conn = psycopg2.connect(**_dsn(cfg), options=_SESSION, connection_factory=LogicalReplicationConnection)
+    except psycopg2.OperationalError as exc:
+        raise RetriableError(
+            f"cannot open a replication connection to {cfg.database_hostname}:{cfg.database_port} "
+            f"(does `{cfg.database_user}` have REPLICATION, and pg_hba.conf a `replication` line?): "
+            f"{str(exc).strip()}"
+        ) from exc
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _captured_tables(conn: Any, cfg: PostgresCdcConfig) -> list[_Table]:
+    """The user tables `table.include.list` / `table.exclude.list` select, with columns and primary key."""
+    with conn.cursor() as cur:
+        cur.execute(
+            """
+            SELECT n.nspname, c.relname, a.attname, a.atttypid, a.atttypmod,
+                   coalesce(a.attnum = ANY(i.indkey), false)
+            FROM pg_class c
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+            LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+            WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+              AND n.nspname NOT LIKE 'pg_toast%%' AND NOT c.relispartition
+            ORDER BY n.nspname, c.relname, a.attnum
+            """
+        )
+        found: dict[tuple[str, str], list[tuple[str, int, int, bool]]] = {}
+        for schema, name, column, type_oid, typmod, in_key in cur.fetchall():
+            found.setdefault((schema, name), []).append((column, type_oid, typmod, in_key))
+    tables = []
+    for (schema, name), columns in found.items():
+        if not captured(f"{schema}.{name}", cfg.table_include_list, cfg.table_exclude_list):
+            continue
+        cols = tuple(pgoutput.Column(c, t, m, k) for c, t, m, k in columns)
+        tables.append(_Table(schema, name, cols, tuple(c.name for c in cols if c.key)))
+    if not tables:
+        raise ConfigError(
+            f"no table of `{cfg.database_dbname}` matches table.include.list / table.exclude.list",
+            {"table.include.list": ["matches no table"]},
+        )
+    return tables
+
+
+def _ensure_publication(conn: Any, cfg: PostgresCdcConfig, tables: list[_Table]) -> None:
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (cfg.publication_name,))
+        if cur.fetchone():
+            return
+        if cfg.publication_autocreate_mode == "disabled":
+            raise ConfigError(
+                f"publication `{cfg.publication_name}` does not exist (publication.autocreate.mode=disabled): "
+                "create it, or let the connector do it",
+                {"publication.name": ["does not exist"]},
+            )
+        if cfg.publication_autocreate_mode == "all_tables":
+            what = "FOR ALL TABLES"
+        else:
+            what = "FOR TABLE " + ", ".join(f"{_quote(t.schema)}.{_quote(t.name)}" for t in tables)
+        cur.execute(f"CREATE PUBLICATION {_quote(cfg.publication_name)} {what}")
+
+
+def _slot(conn: Any, name: str) -> dict[str, Any] | None:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT plugin, database, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) "
+            "FROM pg_replication_slots WHERE slot_name = %s",
+            (name,),
+        )
+        row = cur.fetchone()
+    if row is None:
+        return None
+    plugin, database, retained = row
+    if plugin != "pgoutput":
+        raise ConfigError(f"slot `{name}` exists with plugin `{plugin}`, not pgoutput", {"slot.name": ["in use"]})
+    return {"database": database, "retained": int(retained or 0)}
+
+
+def _drop_slot(conn: Any, name: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+
+
+def _current_lsn(conn: Any) -> int:
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_current_wal_lsn()::text")
+        return _parse_lsn(cur.fetchone()[0])
+
+
+def _parse_lsn(text: str) -> int:
+    high, low = text.split("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MiB" if n >= 1 << 20 else f"{n} B"
+
+
+class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
+    """PostgreSQL's changes (inserts, updates, deletes, truncates) from its log, as Debezium's events."""
+
+    config_model = PostgresCdcConfig
+    task_class = PostgresCdcSourceTask
+    version = VERSION
+
+    def task_configs(self, config: PostgresCdcConfig, max_tasks: int) -> list[dict[str, Any]]:
+        return [config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})]  # one slot
+
+    def output_topics(self, config: PostgresCdcConfig) -> list[str]:
+        return []  # one per captured table, known only from the database

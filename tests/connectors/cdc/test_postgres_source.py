@@ -1,0 +1,138 @@
+"""The PostgreSQL CDC source through the runner: a snapshot, then inserts, updates, deletes and a
+truncate from the slot, in Debezium's envelope; positions committed before the slot is told."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.topics.segments import read_topics
+from connect_core.sdk.records import TopicPartition
+from tests.conftest import make_runner
+from tests.connectors.cdc._servers import PgServer, unique_name
+
+
+def _events(runtime: Runtime, spark: Any, topic: str) -> list[dict[str, Any]]:
+    segments = runtime.topics.segments_after({TopicPartition(topic, 0): 0})
+    if not segments:
+        return []
+    rows = read_topics(spark, segments)[topic].orderBy("__offset").collect()
+    return [r.asDict(recursive=True) for r in rows]
+
+
+def _confirmed(db: PgServer, slot: str) -> int:
+    (text,) = db.rows("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s", slot)[0]
+    high, low = text.split("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+@pytest.fixture
+def source(pg_db: PgServer, runtime: Runtime) -> dict[str, str]:
+    pg_db.execute(
+        "CREATE TABLE orders (id int PRIMARY KEY, label text, amount numeric(10,2), at timestamptz, raw bytea)",
+        "CREATE TABLE notes (id int PRIMARY KEY, body text)",
+        "ALTER TABLE notes REPLICA IDENTITY FULL",
+        "CREATE TABLE skipped (id int PRIMARY KEY)",
+        "INSERT INTO orders VALUES (1, 'one', 1.50, '2024-01-01 10:00+02', '\\x0102'), (2, 'two', NULL, NULL, NULL),"
+        " (3, 'trois é', 3.00, NULL, NULL)",
+        "INSERT INTO notes VALUES (1, 'a'), (2, 'b')",
+    )
+    config = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": pg_db.host,
+        "database.port": str(pg_db.port),
+        "database.user": pg_db.user,
+        "database.dbname": pg_db.database,
+        "topic.prefix": "srv",
+        "slot.name": unique_name("slot"),
+        "publication.name": unique_name("pub"),
+        "table.include.list": "public.orders,public.notes",
+        "heartbeat.interval.ms": "0",
+    }
+    runtime.create_connector("cdc", config)
+    return config
+
+
+def test_snapshot_then_stream_with_deletes(
+    pg_db: PgServer, runtime: Runtime, spark: Any, source: dict[str, str]
+) -> None:
+    runner = make_runner(runtime, spark)
+    first = runner.run("cdc", 0)
+    assert first.state == "SUCCEEDED", first.message
+    orders = _events(runtime, spark, "srv.public.orders")
+    assert [(e["op"], e["after"]["id"]) for e in orders] == [("r", 1), ("r", 2), ("r", 3)]
+    assert orders[0]["after"]["amount"] == Decimal("1.50") and orders[0]["after"]["raw"] == b"\x01\x02"
+    assert orders[0]["after"]["at"].isoformat().startswith("2024-01-01T08:00")  # UTC
+    assert orders[2]["after"]["label"] == "trois é" and orders[2]["source"]["snapshot"] == "last"
+    assert orders[0]["__key"] == {"id": 1} and orders[0]["before"] is None
+    assert len(_events(runtime, spark, "srv.public.notes")) == 2
+    assert not runtime.topics.partitions("srv.public.skipped")  # not included
+    snapshot_lsn = int(runtime.connectors.positions("cdc").offset({"server": "srv"})["lsn"])  # type: ignore[index]
+
+    # changes while no run is going: the next run streams them, in commit order
+    pg_db.execute(
+        "INSERT INTO orders VALUES (4, 'four', 4.00, NULL, NULL)",
+        "UPDATE orders SET label = 'ONE' WHERE id = 1",
+        "DELETE FROM orders WHERE id = 2",
+        "UPDATE notes SET body = 'B' WHERE id = 2",
+        "DELETE FROM notes WHERE id = 1",
+        "INSERT INTO skipped VALUES (1)",
+    )
+    second = runner.run("cdc", 0)
+    assert second.state == "SUCCEEDED", second.message
+    orders = _events(runtime, spark, "srv.public.orders")[3:]
+    assert [(e["op"], e["__tombstone"]) for e in orders] == [("c", False), ("u", False), ("d", False), (None, True)]
+    insert, update, delete, tombstone = orders
+    assert insert["after"]["id"] == 4 and insert["source"]["txId"] and insert["source"]["lsn"] > snapshot_lsn
+    assert update["after"]["label"] == "ONE" and update["before"] is None  # default replica identity: no old row
+    assert delete["before"] == {"id": 2, "label": None, "amount": None, "at": None, "raw": None}  # the key only
+    assert tombstone["__key"] == {"id": 2} and tombstone["after"] is None and tombstone["op"] is None
+    notes = _events(runtime, spark, "srv.public.notes")[2:]
+    assert [e["op"] for e in notes] == ["u", "d", None]
+    assert notes[0]["before"] == {"id": 2, "body": "b"} and notes[1]["before"] == {"id": 1, "body": "a"}  # FULL
+
+    # the slot was told nothing past what is committed; the next run confirms the commit
+    committed = int(runtime.connectors.positions("cdc").offset({"server": "srv"})["lsn"])  # type: ignore[index]
+    slot = source["slot.name"]
+    assert _confirmed(pg_db, slot) <= committed
+    pg_db.execute("TRUNCATE notes")
+    third = runner.run("cdc", 0)
+    assert third.state == "SUCCEEDED", third.message
+    assert _confirmed(pg_db, slot) >= committed
+    assert [e["op"] for e in _events(runtime, spark, "srv.public.notes")[5:]] == ["t"]
+
+
+def test_a_run_that_fails_before_its_commit_is_read_again(
+    pg_db: PgServer, runtime: Runtime, spark: Any, source: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = make_runner(runtime, spark)
+    assert runner.run("cdc", 0).state == "SUCCEEDED"
+    pg_db.execute("INSERT INTO orders VALUES (10, 'ten', NULL, NULL, NULL)", "DELETE FROM orders WHERE id = 3")
+
+    def refused(*_: Any, **__: Any) -> None:
+        raise RuntimeError("metadata store gone mid-commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runtime.runs, "commit", refused)
+        failed = make_runner(runtime, spark).run("cdc", 0)
+    assert failed.state == "FAILED"
+    assert len(_events(runtime, spark, "srv.public.orders")) == 3  # nothing of the failed run
+
+    again = make_runner(runtime, spark).run("cdc", 0)
+    assert again.state == "SUCCEEDED", again.message
+    ops = [(e["op"], (e["after"] or e["before"] or {}).get("id")) for e in _events(runtime, spark, "srv.public.orders")]
+    assert ops[3:] == [("c", 10), ("d", 3), (None, None)]  # read again, once
+
+
+def test_a_lost_slot_is_an_error_that_names_the_fix(
+    pg_db: PgServer, runtime: Runtime, spark: Any, source: dict[str, str]
+) -> None:
+    runner = make_runner(runtime, spark)
+    assert runner.run("cdc", 0).state == "SUCCEEDED"
+    pg_db.execute(f"SELECT pg_drop_replication_slot('{source['slot.name']}')")
+    pg_db.execute("INSERT INTO orders VALUES (20, 'x', NULL, NULL, NULL)")
+    lost = runner.run("cdc", 0)
+    assert lost.state == "FAILED" and "is gone" in lost.message and "offsets reset" in lost.message
