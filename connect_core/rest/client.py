@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -74,6 +75,15 @@ class RestClient:
     def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
         resp = self._send("PUT", f"/connectors/{name}/config", json=dict(config))
         return resp.status_code == 201, dict(resp.json())
+
+    def apply(
+        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = "RUNNING"
+    ) -> dict[str, Any]:
+        if "/" in name or name in (".", ".."):  # it would name another path (or none) in the URL
+            raise ConfigError(f"connector name {name[:60]!r} cannot be sent in a URL path; rename the connector")
+        params = {"dryRun": str(dry_run).lower(), "initialState": initial_state}
+        path = f"/connectors/{quote(name, safe='')}/apply"  # a name from a file: one path segment, whatever it holds
+        return dict(self._call("PUT", path, params=params, json=dict(config)))
 
     def delete(self, name: str) -> None:
         self._call("DELETE", f"/connectors/{name}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
@@ -10,9 +11,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from connect_core.rest import paging
 from connect_core.rest.deps import service
 from connect_core.rest.errors import answer_for, storable_params
-from connect_core.rest.service import ConnectService, server_info
+from connect_core.rest.service import ConnectService, expand_kinds, expanded_dict, server_info
+from connect_core.runtime.store.connectors import Listing
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["router"]
@@ -57,25 +60,39 @@ async def health(request: Request) -> JSONResponse:
     )
 
 
-async def _snapshot(svc: ConnectService) -> Any:
-    await asyncio.sleep(0)  # yield once: keeps the event loop fair across 100s of connections
-    return svc.fresh_snapshot() or await run_in_threadpool(svc.snapshot)
-
-
 def _json(body: bytes) -> Response:
     return Response(content=body, media_type="application/json")
 
 
-# The hot read paths are async and answer with the snapshot's ready-made JSON: no
-# thread hop, no query, no re-encoding, whatever the number of connectors.
-@router.get("/connectors", summary="List connectors (optionally expanded with status and info)")
-async def list_connectors(svc: Svc, expand: Annotated[list[str] | None, Query()] = None) -> Response:
-    if expand:
-        unknown = set(expand) - {"status", "info"}
-        if unknown:
-            raise ConfigError(f"unknown `expand` value(s) {sorted(unknown)}: use status and/or info")
-        return _json((await _snapshot(svc)).expanded_json(expand))
-    return _json((await _snapshot(svc)).names_json)
+def _names(listing: Listing) -> list[str]:
+    return list(listing.names)
+
+
+@router.get("/connectors", summary="List connectors (optionally expanded with status and info; optionally a page)")
+async def list_connectors(
+    svc: Svc,
+    request: Request,
+    expand: Annotated[list[str] | None, Query()] = None,
+    limit: Annotated[str | None, Query(description=paging.LIMIT_DOC)] = None,
+    offset: Annotated[str | None, Query(description=paging.OFFSET_DOC)] = None,
+    after: Annotated[str | None, Query(description=paging.AFTER_DOC)] = None,
+) -> Response:
+    """Kafka's list: the names, or with `expand` each connector's status and/or info. One query
+    per kind shown, whatever the number of connectors; the whole list's JSON is kept until the
+    store changes. With `limit`/`offset`/`after`, a page, and a `Link` header to the next one."""
+    shown = expand_kinds(expand or ())
+    page = paging.page_of(limit, offset, after)
+    render = functools.partial(expanded_dict, expand=shown) if shown else _names
+    if page is None:
+        await asyncio.sleep(0)  # yield once: keeps the event loop fair across 100s of connections
+        view = "kafka:" + ",".join(sorted(shown))
+        body = svc.cached_list(view)
+        if body is None:
+            body = await run_in_threadpool(svc.list_json, view, shown, render)
+        return _json(body)
+    listing = await run_in_threadpool(svc.listing, shown, page)
+    headers = {"Link": paging.next_link(request.url, listing.names[-1])} if listing.more else None
+    return JSONResponse(render(listing), headers=headers)
 
 
 @router.post("/connectors", status_code=201, summary="Create a connector")
@@ -102,6 +119,27 @@ def put_config(svc: Svc, connector: str, config: ConfigBody, response: Response)
     return info
 
 
+@router.put(
+    "/connectors/{connector}/apply",
+    summary="Create, update only if the config differs, or leave as is (`kubectl apply`; extension)",
+)
+def apply(
+    svc: Svc,
+    connector: str,
+    config: ConfigBody,
+    response: Response,
+    dry_run: Annotated[
+        bool, Query(alias="dryRun", description="Validate and tell what would change; write nothing.")
+    ] = False,
+    initial_state: Annotated[str, Query(alias="initialState", description="State of a created connector.")] = "RUNNING",
+) -> dict[str, Any]:
+    """`{"name", "action": created|updated|unchanged, "changed": [keys], "type", "tasks"}`: 201 when
+    created; an unchanged config writes nothing (no new config version: running tasks go on)."""
+    result = svc.apply(connector, config, dry_run=dry_run, initial_state=initial_state)
+    response.status_code = 201 if result["action"] == "created" and not dry_run else 200
+    return result
+
+
 @router.patch("/connectors/{connector}/config", summary="Change some keys (null removes a key)")
 def patch_config(svc: Svc, connector: str, config: ConfigBody) -> dict[str, Any]:
     return svc.patch_config(connector, config)
@@ -115,9 +153,10 @@ def delete(svc: Svc, connector: str) -> Response:
 
 @router.get("/connectors/{connector}/status", summary="Connector and task states")
 async def status(svc: Svc, connector: str) -> Response:
-    body = (await _snapshot(svc)).status_json.get(connector)
-    if body is None:  # not in the snapshot: the store says (404, or created a moment ago)
-        return JSONResponse(await run_in_threadpool(svc.status, connector))
+    """One query for that connector; its JSON is kept until the store changes (a hot read: none)."""
+    body = svc.cached_status(connector)
+    if body is None:
+        body = await run_in_threadpool(svc.status_json, connector)
     return _json(body)
 
 

@@ -25,12 +25,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from connect_core.rest import paging
 from connect_core.rest.deps import service
 from connect_core.rest.errors import answer_for
-from connect_core.rest.service import ConnectService
+from connect_core.rest.service import ConnectService, expanded_dict
 from connect_core.runtime.security import mask_config
+from connect_core.runtime.store.connectors import Listing
 from connect_core.runtime.store.db import check_storable
-from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.errors import ConfigError, NotFoundError
 
 __all__ = ["prefixed_router", "router"]
 
@@ -93,8 +95,7 @@ def _rocketmq_status(st: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _info(svc: ConnectService, name: str) -> dict[str, Any]:
-    info = svc.info(name)
+def _rocketmq_info(info: dict[str, Any]) -> dict[str, Any]:
     return {**info, "type": info["type"].upper()}
 
 
@@ -104,33 +105,47 @@ def cluster_info(svc: Svc) -> list[dict[str, Any]]:
     return svc.cluster_info()
 
 
-def _list_body(snap: Any) -> dict[str, Any]:
+#: RocketMQ's list shows both.
+_BOTH = frozenset({"status", "info"})
+
+
+def _list_body(listing: Listing) -> dict[str, Any]:
     return {
         name: {
             "status": _rocketmq_status(entry["status"]),
             "info": {**entry["info"], "type": entry["info"]["type"].upper()},
         }
-        for name, entry in snap.expanded(["status", "info"]).items()
+        for name, entry in expanded_dict(listing, _BOTH).items()
     }
 
 
-async def list_connectors(svc: Svc) -> Response:
-    """Every connector with its status and info (the snapshot's ready-made JSON)."""
+async def list_connectors(
+    svc: Svc,
+    request: Request,
+    limit: Annotated[str | None, Query(description=paging.LIMIT_DOC)] = None,
+    offset: Annotated[str | None, Query(description=paging.OFFSET_DOC)] = None,
+    after: Annotated[str | None, Query(description=paging.AFTER_DOC)] = None,
+) -> Response:
+    """Every connector with its status and info (kept as JSON until the store changes); with
+    `limit`/`offset`/`after` a page of them, and a `Link` header to the next page."""
     await asyncio.sleep(0)  # yield once: fairness under many connections
-    snap = svc.fresh_snapshot()
-    if snap is None:
-        try:
-            snap = await run_in_threadpool(svc.snapshot)
-        except Exception as exc:  # in the envelope, as every RocketMQ route answers
-            return _error(exc)
-    current = snap
-    body = current.memo("rocketmq-list", lambda: _list_body(current))
-    return Response(content=b'{"status":200,"body":' + body + b"}", media_type="application/json")
+    try:  # every error in the envelope, as every RocketMQ route answers
+        page = paging.page_of(limit, offset, after)
+        if page is None:
+            body = svc.cached_list("rocketmq")
+            if body is None:
+                body = await run_in_threadpool(svc.list_json, "rocketmq", _BOTH, _list_body)
+            return Response(content=b'{"status":200,"body":' + body + b"}", media_type="application/json")
+        listing = await run_in_threadpool(svc.listing, _BOTH, page)
+    except Exception as exc:
+        return _error(exc)
+    headers = {"Link": paging.next_link(request.url, listing.names[-1])} if listing.more else None
+    return JSONResponse(content={"status": 200, "body": _list_body(listing)}, headers=headers)
 
 
 for _router in (router, prefixed_router):
     _router.add_api_route(
-        "/connectors/list", list_connectors, methods=["GET"], summary="Every connector, status and info"
+        "/connectors/list", list_connectors, methods=["GET"], summary="Every connector, status and info (or a page)"
     )
 
 
@@ -187,8 +202,8 @@ async def _json_config(request: Request) -> dict[str, Any]:
 @_route("POST", "/connectors/{name}")
 async def create(svc: Svc, name: str, request: Request) -> dict[str, Any]:
     """Create a connector from the JSON config in the body."""
-    svc.create(name, await _json_config(request))
-    return _info(svc, name)
+    config = await _json_config(request)
+    return _rocketmq_info(await run_in_threadpool(svc.create, name, config))
 
 
 @router.get("/connectors/{name}", tags=["RocketMQ Connect", "Kafka Connect"], summary="Connector info, or create")
@@ -205,8 +220,7 @@ def get_or_create(svc: Svc, name: str, config: Annotated[str | None, Query()] = 
             raise ConfigError(f"`config` is not valid JSON: {exc.msg} at position {exc.pos}") from exc
         if not isinstance(parsed, dict):
             raise ConfigError("`config` must be a JSON object of config keys")
-        svc.create(name, parsed)
-        return {"status": 200, "body": _info(svc, name)}
+        return {"status": 200, "body": _rocketmq_info(svc.create(name, parsed))}
     except Exception as exc:
         return _error(exc)
 
@@ -253,8 +267,10 @@ def tasks(svc: Svc, name: str) -> list[dict[str, Any]]:
 @_route("GET", "/connectors/{name}/tasks/{task}/status", root=False)
 def task_status(svc: Svc, name: str, task: int) -> dict[str, Any]:
     """One task's state."""
-    svc.task_status(name, task)  # 404 for an unknown task
-    return next(t for t in _status(svc, name)["tasks"] if t["id"] == task)
+    for found in _status(svc, name)["tasks"]:  # one read of the connector's status
+        if found["id"] == task:
+            return found
+    raise NotFoundError(f"task {task} of connector `{name}` not found")
 
 
 @_route("GET", "/plugin/reload")

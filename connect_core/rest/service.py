@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -19,17 +21,25 @@ from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
 from connect_core.runtime.cluster.allocation import STRATEGIES
 from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.cluster.rebalancer import Rebalancer, sync_airflow_pools
-from connect_core.runtime.context import Runtime
+from connect_core.runtime.context import Runtime, check_new_name
 from connect_core.runtime.security import mask_config, mask_text
 from connect_core.runtime.store.changes import ChangeListener
-from connect_core.runtime.store.connectors import TARGET_STATES, ConnectorExistsError, ConnectorInfo, ConnectorStatus
+from connect_core.runtime.store.connectors import (
+    TARGET_STATES,
+    ConnectorExistsError,
+    ConnectorInfo,
+    ConnectorOverview,
+    ConnectorStatus,
+    Listing,
+    Page,
+)
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.validation import config_infos, transform_definitions
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
 from connect_core.sdk.records import SourcePosition, TopicPartition
 
-__all__ = ["ConnectService", "NotStoppedError", "server_info"]
+__all__ = ["ApplyAction", "ConnectService", "NotStoppedError", "expand_kinds", "expanded_dict", "server_info"]
 
 WORKER_ID = "connect-core"
 #: Kafka's bounds of a topic partition (int32) and an offset (int64), which the store's columns share.
@@ -46,64 +56,51 @@ class NotStoppedError(ConfigError):
     """An operation that needs a STOPPED connector (as Kafka Connect's offset changes do)."""
 
 
-class _Snapshot:
-    """Every connector's info and status as API dicts (and their JSON), as of one change count."""
+#: What `apply` did (or, in a dry run, would do) to a connector.
+ApplyAction = Literal["created", "updated", "unchanged"]
 
-    def __init__(self, version: int, infos: dict[str, ConnectorInfo], statuses: dict[str, ConnectorStatus]) -> None:
-        self.version = version
-        self.names = sorted(infos)
-        self.info = {name: _info_dict(i) for name, i in infos.items()}
-        self.status = {name: _status_dict(s) for name, s in statuses.items()}
-        self.status_json = {name: json.dumps(s).encode() for name, s in self.status.items()}
-        self.names_json = json.dumps(self.names).encode()
-        self._memo: dict[Any, bytes] = {}
 
-    def memo(self, key: Any, build: Callable[[], Any]) -> bytes:
-        """JSON of `build()`, computed once per snapshot (for the hot list endpoints)."""
-        if key not in self._memo:
-            self._memo[key] = json.dumps(build()).encode()
-        return self._memo[key]
+class _Unchanged(Exception):
+    """Raised inside a config change to leave the connector as it is."""
 
-    def expanded(self, expand: Sequence[str]) -> dict[str, Any]:
-        return {
-            name: {k: (self.status if k == "status" else self.info)[name] for k in ("status", "info") if k in expand}
-            for name in self.names
-        }
 
-    def expanded_json(self, expand: Sequence[str]) -> bytes:
-        key = tuple(sorted(set(expand)))
-        return self.memo(("expanded", key), lambda: self.expanded(key))
+#: Statuses kept as JSON at most (one per connector read since the store last changed).
+_MAX_KEPT_STATUSES = 20_000
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """JSON as of a change count: current while the listener has heard of no later change."""
+
+    version: int
+    body: bytes
+    #: when its read began (time.monotonic)
+    started: float = 0.0
 
 
 class ConnectService:
-    """Connector management. Lists and statuses come from a snapshot of all connectors that is
-    rebuilt only when the store's change counter moved; the counter is followed by LISTEN/NOTIFY,
-    so a hot read costs no query and the same for 1 or 1000 connectors."""
+    """Connector management.
+
+    A single connector's info, config, status or tasks is one query for that connector, whatever
+    the number of connectors. A whole list (Kafka's `GET /connectors`, RocketMQ's list) is one
+    query per kind of data it shows. The JSON of whole lists and of single statuses is kept until
+    the store's change counter moves: the counter is followed by LISTEN/NOTIFY, so a hot read of
+    a store that did not change costs no query. Pages are read, never kept.
+    """
 
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
-        self._snapshot: _Snapshot | None = None
-        self._refresh = threading.Lock()
+        self._lists: dict[str, _Kept] = {}
+        self._statuses: dict[str, _Kept] = {}
+        self._building: dict[str, threading.Lock] = {}
+        self._start = threading.Lock()
+        #: Bumped by every write of this service: what was read before a write is not kept after it.
+        self._writes = 0
         self._changes: ChangeListener | None = None
 
     def close(self) -> None:
         if self._changes is not None:
             self._changes.close()
-
-    def snapshot(self) -> _Snapshot:
-        """The snapshot as of the store's change counter, read now (rebuilt if the store moved on).
-
-        The hot async endpoints use `fresh_snapshot()` instead, which trusts the counter
-        the listener last heard (NOTIFY arrives within milliseconds of a commit).
-        """
-        version = self.rt.connectors.change_count()
-        snap = self._snapshot
-        if snap is None or snap.version < version:
-            with self._refresh:  # one rebuild at a time; the others reuse it
-                snap = self._snapshot
-                if snap is None or snap.version < version:
-                    snap = self._snapshot = _Snapshot(*self.rt.connectors.snapshot())
-        return snap
 
     # -- reading --------------------------------------------------------------
 
@@ -115,40 +112,87 @@ class ConnectService:
         self.rt.connectors.change_count()
 
     def _changed(self) -> None:
-        """This service wrote: drop the snapshot so its next read sees the write."""
-        self._snapshot = None
+        """This service wrote: drop what it keeps, so that its next read sees the write."""
+        self._writes += 1
+        self._lists, self._statuses = {}, {}
 
-    def fresh_snapshot(self) -> _Snapshot | None:
-        """The cached snapshot if it is current, without any I/O (for async endpoints); else None.
-
-        The first call starts the listener that follows the change counter (only servers need it).
-        """
+    def _current(self, kept: _Kept | None) -> bytes | None:
+        """`kept`'s JSON if no later change was heard, without any I/O (for async endpoints). The
+        first call starts the listener that follows the change counter (only servers need it)."""
         if self._changes is None:
-            with self._refresh:
+            with self._start:
                 if self._changes is None:
                     self._changes = ChangeListener(self.rt.engine)
             return None
-        snap = self._snapshot
-        # While the listener is disconnected it hears no NOTIFY, so the snapshot is served only
-        # after a read of the store itself (`snapshot()`): when the store is down, reads answer
-        # 503 rather than a state nobody can vouch for (a task may have failed meanwhile).
-        if snap is None or not self._changes.connected or snap.version < self._changes.version():
+        # While the listener is disconnected it hears no NOTIFY, so nothing kept is served: when
+        # the store is down, reads answer 503 rather than a state nobody can vouch for.
+        if kept is None or not self._changes.connected or kept.version < self._changes.version():
             return None
-        return snap
+        return kept.body
 
-    def names(self) -> list[str]:
-        return list(self.snapshot().names)
+    def _vouched_version(self) -> int | None:
+        """The change count the listener has heard, read before a query: what the query reads is
+        at least that new. None while the listener cannot vouch for it."""
+        changes = self._changes
+        return changes.version() if changes is not None and changes.connected and changes.version() >= 0 else None
+
+    def cached_list(self, view: str) -> bytes | None:
+        """The whole list's JSON in `view` if it is current (no I/O); else None."""
+        return self._current(self._lists.get(view))
+
+    def cached_status(self, name: str) -> bytes | None:
+        """The connector's status JSON if it is current (no I/O); else None."""
+        return self._current(self._statuses.get(name))
+
+    def status_json(self, name: str) -> bytes:
+        """The connector's status as JSON: one query for that connector, kept until the store changes."""
+        vouched, writes = self._vouched_version(), self._writes
+        body = json.dumps(self.status(name)).encode()
+        if vouched is not None and writes == self._writes:  # no write of ours since the read began
+            if len(self._statuses) >= _MAX_KEPT_STATUSES:
+                self._statuses = {}
+            self._statuses[name] = _Kept(vouched, body)
+        return body
+
+    def list_json(self, view: str, expand: Collection[str], render: Callable[[Listing], Any]) -> bytes:
+        """The whole list's JSON in `view`: `render` of every connector with `expand` (`info`,
+        `status`), kept until the store changes. One rebuild at a time per view: the requests
+        that waited for it take its result, as it was read after they arrived."""
+        arrived = time.monotonic()
+        with self._building.setdefault(view, threading.Lock()):
+            kept = self._lists.get(view)
+            if kept is not None and kept.started >= arrived:
+                return kept.body
+            version = self.rt.connectors.change_count()
+            if kept is not None and kept.version >= version:
+                return kept.body
+            writes, started = self._writes, time.monotonic()
+            listing = self.listing(expand, Page())
+            body = json.dumps(render(listing)).encode()
+            if writes == self._writes:  # no write of ours since the read began: it is current
+                self._lists[view] = _Kept(listing.version, body, started)
+            return body
+
+    def listing(self, expand: Collection[str], page: Page) -> Listing:
+        """A page of connectors with what `expand` asks (`info`, `status`): one query per kind."""
+        shown = expand_kinds(expand)
+        return self.rt.connectors.listing(page, info="info" in shown, status="status" in shown)
+
+    def names(self, page: Page | None = None) -> list[str]:
+        return self.rt.connectors.names(page)
+
+    def expanded(self, expand: Collection[str], page: Page | None = None) -> dict[str, Any]:
+        """Kafka's `GET /connectors?expand=…`: each connector's status and/or info, by name."""
+        return expanded_dict(self.listing(expand, page or Page()), expand)
 
     def info(self, name: str) -> dict[str, Any]:
-        found = self.snapshot().info.get(name)
-        return found if found is not None else _info_dict(self.rt.connectors.get(name))
+        return _info_dict(self.rt.connectors.overview(name))
 
     def config(self, name: str) -> dict[str, Any]:
-        return mask_config({**self.rt.connectors.get(name).config, "name": name})
+        return mask_config({**self.rt.connectors.overview(name).config, "name": name})
 
     def status(self, name: str) -> dict[str, Any]:
-        found = self.snapshot().status.get(name)
-        return found if found is not None else _status_dict(self.rt.connectors.status(name))
+        return _status_dict(self.rt.connectors.status(name))
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
         for t in self.status(name)["tasks"]:
@@ -172,9 +216,6 @@ class ConnectService:
             ) from exc
         topics = list(model.topics) if isinstance(model, SinkConnectorConfig) else plugin_cls().output_topics(model)
         return {name: {"topics": sorted(topics)}}
-
-    def expanded(self, expand: list[str]) -> dict[str, Any]:
-        return self.snapshot().expanded(expand)
 
     def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         """The last task runs (an extension of Kafka's API: micro-batch runs have no Kafka equivalent)."""
@@ -258,15 +299,17 @@ class ConnectService:
         names = {
             w.connector for w, (p, _) in self._pools().assignment().items() if w.task is None and pool in (None, p)
         }
-        return {name: self.config(name) for name in self.names() if name in names}
+        return {
+            name: mask_config({**info.config, "name": name})
+            for name, info in self.rt.connectors.get_many(sorted(names)).items()
+        }
 
     def allocated_tasks(self, pool: str | None = None) -> dict[str, Any]:
         """Configs of the tasks assigned to `pool` (every pool when None), by connector."""
         assigned = {(w.connector, w.task) for w, (p, _) in self._pools().assignment().items() if pool in (None, p)}
         return {
-            name: [t["config"] for t in self.tasks(name) if (name, t["id"]["task"]) in assigned]
-            for name in self.names()
-            if any(c == name for c, _ in assigned)
+            name: [mask_config(cfg) for i, cfg in enumerate(info.tasks) if (name, i) in assigned]
+            for name, info in self.rt.connectors.get_many(sorted({c for c, _ in assigned})).items()
         }
 
     # -- changing -------------------------------------------------------------
@@ -298,6 +341,86 @@ class ConnectService:
         except ConnectorExistsError:
             return False, self._replace(name, config)
 
+    def apply(
+        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = "RUNNING"
+    ) -> dict[str, Any]:
+        """Make the connector's config `config`, as `kubectl apply` does: create it if missing, replace
+        its config if it differs, else leave it as it is (no new config version, no fencing, no
+        rebalance). The config is validated in every case, also in a dry run, which writes nothing.
+
+        Returns `{"name", "action", "changed", "type", "tasks"}`: `changed` lists the config keys
+        that differ (keys only: values can be secrets), `tasks` how many tasks the config makes.
+        """
+        if initial_state not in TARGET_STATES:
+            raise ConfigError(
+                f"`initial_state` must be one of {', '.join(TARGET_STATES)}, not `{initial_state}`",
+                {"initial_state": [f"must be one of {', '.join(TARGET_STATES)}"]},
+            )
+        _check_input(name, config)
+        try:
+            current: ConnectorInfo | None = self.rt.connectors.get(name)
+        except NotFoundError:
+            current = None
+        validated = self._validated_for_apply(name, config, new=current is None)
+        changed = _changed_keys(current.config if current else {}, validated["config"])
+        action: ApplyAction = "created" if current is None else "updated" if changed else "unchanged"
+        if not dry_run and action != "unchanged":
+            action = self._apply(name, config, validated, initial_state, create=current is None)
+        return {
+            "name": name,
+            "action": action,
+            "changed": changed,
+            "type": validated["type"],
+            "tasks": len(validated["task_configs"]),
+        }
+
+    def _validated_for_apply(self, name: str, config: Mapping[str, Any], *, new: bool) -> dict[str, Any]:
+        """The runtime's validation, and for a new connector its name's: every problem in one error."""
+        problems: list[ConfigError] = []
+        if new:  # a stored name may predate the rule (it can still be updated); a new one must follow it
+            try:
+                check_new_name(name)
+            except ConfigError as exc:
+                problems.append(exc)
+        try:
+            validated = self.rt.validated(name, config)
+        except ConfigError as exc:
+            problems.append(exc)
+        if len(problems) == 1:
+            raise problems[0]
+        if problems:
+            errors: dict[str, list[str]] = {}
+            for problem in problems:
+                for key, found in problem.errors.items():
+                    errors.setdefault(key, []).extend(found)
+            raise ConfigError("\n".join(str(p) for p in problems), errors)
+        return validated
+
+    def _apply(
+        self, name: str, config: Mapping[str, Any], validated: dict[str, Any], initial_state: str, *, create: bool
+    ) -> ApplyAction:
+        """Create, or replace the config unless it is (now, under the connector's row lock) the same."""
+        if create:
+            try:
+                self.rt.create_connector(name, config, target_state=initial_state)
+                self._changed()
+                return "created"
+            except ConnectorExistsError:
+                pass  # created meanwhile (a concurrent apply or create): compare with that one
+
+        def replace(current: dict[str, Any]) -> dict[str, Any]:
+            if not _changed_keys(current, validated["config"]):
+                raise _Unchanged  # rolls the transaction back: nothing written
+            return validated
+
+        try:
+            self.rt.connectors.modify_config(name, replace)
+        except _Unchanged:
+            return "unchanged"
+        self.rt.place_new_work(name)
+        self._changed()
+        return "updated"
+
     def _replace(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         self.rt.update_connector(name, config)
         self._changed()
@@ -321,7 +444,7 @@ class ConnectService:
             return self.rt.validated(name, current)
 
         self.rt.connectors.modify_config(name, patched)
-        self.rt.place_new_work()
+        self.rt.place_new_work(name)
         self._changed()
         return self.info(name)
 
@@ -481,16 +604,45 @@ def _check_input(name: str, config: Mapping[str, Any]) -> None:
     check_storable(dict(config), "config")
 
 
+def _changed_keys(current: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Keys whose values differ between two configs; `name` is not config (it is the connector's)."""
+    keys = (set(current) | set(new)) - {"name"}
+    return sorted(k for k in keys if k not in current or k not in new or current[k] != new[k])
+
+
 def _masked_pool(pool: dict[str, Any]) -> dict[str, Any]:
     """A pool's Spark conf can hold credentials (e.g. `spark.hadoop.fs.s3a.secret.key`)."""
     return {**pool, "conf": mask_config(pool["conf"])}
 
 
-def _info_dict(info: ConnectorInfo) -> dict[str, Any]:
+def expand_kinds(expand: Collection[str]) -> frozenset[str]:
+    """Kafka's `expand` values, checked: `status` and/or `info`."""
+    shown = frozenset(expand)
+    unknown = shown - {"status", "info"}
+    if unknown:
+        raise ConfigError(f"unknown `expand` value(s) {sorted(unknown)}: use status and/or info")
+    return shown
+
+
+def expanded_dict(listing: Listing, expand: Collection[str]) -> dict[str, Any]:
+    """Kafka's `GET /connectors?expand=…` body for `listing`: by name, `status` and/or `info`."""
+
+    def entry(name: str) -> dict[str, Any]:
+        shown: dict[str, Any] = {}
+        if "status" in expand:
+            shown["status"] = _status_dict(listing.statuses[name])
+        if "info" in expand:
+            shown["info"] = _info_dict(listing.overviews[name])
+        return shown
+
+    return {name: entry(name) for name in listing.names}
+
+
+def _info_dict(info: ConnectorOverview) -> dict[str, Any]:
     return {
         "name": info.name,
         "config": mask_config({**info.config, "name": info.name}),
-        "tasks": [{"connector": info.name, "task": i} for i in range(len(info.tasks))],
+        "tasks": [{"connector": info.name, "task": i} for i in range(info.task_count)],
         "type": info.type,
     }
 

@@ -81,7 +81,7 @@ class Runtime:
 
     def create_connector(self, name: str, config: Mapping[str, Any], target_state: str = "RUNNING") -> ConnectorInfo:
         """Validate `config`, split it into tasks and store it (all or nothing); place its tasks on pools."""
-        _check_new_name(name)  # only new names: one stored before the rule can still be updated
+        check_new_name(name)  # only new names: one stored before the rule can still be updated
         info = self.connectors.create(name, target_state=target_state, **self.validated(name, config))
         self.place_new_work(name)
         return info
@@ -173,7 +173,8 @@ class Runtime:
         self.engine.dispose()
 
 
-def _check_new_name(name: str) -> None:
+def check_new_name(name: str) -> None:
+    """A ConfigError unless `name` may name a new connector."""
     # A connector's name is its DAG id's suffix, verbatim: only characters Airflow allows in a
     # dag id, so `a b`, `a#b` and `a?b` can never share one DAG. An allow-list also keeps NUL and
     # control characters out of SQL, logs and paths; ASCII only, so no look-alike letters either.

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import ColumnElement, Engine, FromClause, Select, delete, exists, func, literal_column, select, update
+from sqlalchemy.dialects.postgresql import aggregate_order_by, insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.store.db import check_storable
@@ -35,8 +36,11 @@ __all__ = [
     "TARGET_STATES",
     "ConnectorExistsError",
     "ConnectorInfo",
+    "ConnectorOverview",
     "ConnectorStatus",
     "ConnectorStore",
+    "Listing",
+    "Page",
     "TaskStatus",
 ]
 
@@ -77,6 +81,41 @@ class ConnectorStatus:
     trace: str | None
     worker_id: str | None
     tasks: tuple[TaskStatus, ...]
+
+
+@dataclass(frozen=True)
+class ConnectorOverview:
+    """What Kafka's connector info shows: the config and how many tasks, not the task configs."""
+
+    name: str
+    type: str
+    config: dict[str, Any]
+    task_count: int
+
+
+@dataclass(frozen=True)
+class Page:
+    """A slice of the connectors in name order (the database's collation, as its primary key index):
+    those after `after` (a keyset cursor: stable while connectors come and go, and it reads only
+    the page through the index), then `offset` skipped, then at most `limit` (all when None)."""
+
+    limit: int | None = None
+    offset: int = 0
+    after: str | None = None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One page of connectors, read in one snapshot of the database."""
+
+    #: the change count the rows are exactly as new as (read in the same snapshot)
+    version: int
+    names: tuple[str, ...]
+    #: filled when asked for (`info=True`, `status=True`), by name
+    overviews: Mapping[str, ConnectorOverview]
+    statuses: Mapping[str, ConnectorStatus]
+    #: whether connectors follow this page
+    more: bool
 
 
 class ConnectorStore:
@@ -188,26 +227,31 @@ class ConnectorStore:
         return row
 
     def get(self, name: str) -> ConnectorInfo:
+        """The connector and its task configs, in one query."""
         with self._sessions() as s:
-            row = s.get(ConnectorRow, name)
-            if row is None:
-                raise NotFoundError(f"connector `{name}` not found")
-            tasks = s.scalars(
-                select(TaskConfigRow.config).where(TaskConfigRow.connector == name).order_by(TaskConfigRow.task_id)
-            ).all()
-            return ConnectorInfo(
-                name=row.name,
-                connector_class=row.connector_class,
-                type=row.type,
-                config=row.config,
-                target_state=row.target_state,
-                config_version=row.config_version,
-                tasks=tuple(tasks),
-            )
+            found = s.execute(_info_query(_CONNECTORS).where(ConnectorRow.name == name)).one_or_none()
+        if found is None:
+            raise NotFoundError(f"connector `{name}` not found")
+        return _info(found)
 
-    def names(self) -> list[str]:
+    def get_many(self, names: Sequence[str]) -> dict[str, ConnectorInfo]:
+        """The named connectors that exist and their task configs, in one query."""
         with self._sessions() as s:
-            return list(s.scalars(select(ConnectorRow.name).order_by(ConnectorRow.name)))
+            query = _info_query(_CONNECTORS).where(ConnectorRow.name.in_(list(names)))
+            rows = s.execute(query.order_by(ConnectorRow.name)).all()
+        return {r.name: _info(r) for r in rows}
+
+    def overview(self, name: str) -> ConnectorOverview:
+        """The connector's config and task count, in one query (no task configs read)."""
+        with self._sessions() as s:
+            found = s.execute(_overview_query(_CONNECTORS).where(ConnectorRow.name == name)).one_or_none()
+        if found is None:
+            raise NotFoundError(f"connector `{name}` not found")
+        return ConnectorOverview(found.name, found.type, found.config, found.task_count)
+
+    def names(self, page: Page | None = None) -> list[str]:
+        with self._sessions() as s:
+            return list(s.scalars(_paged(page or Page())))
 
     def delete(self, name: str) -> None:
         """Delete the connector, its tasks and status. Positions and offsets stay, as in Kafka Connect."""
@@ -294,64 +338,49 @@ class ConnectorStore:
     # -- status -------------------------------------------------------------
 
     def status(self, name: str) -> ConnectorStatus:
+        """The connector's state and its tasks' (with the runs in progress), in one query."""
         with self._sessions() as s:
-            row = s.get(ConnectorRow, name)
-            if row is None:
-                raise NotFoundError(f"connector `{name}` not found")
-            conn = s.get(ConnectorStatusRow, name)
-            tasks = s.scalars(
-                select(TaskStatusRow).where(TaskStatusRow.connector == name).order_by(TaskStatusRow.task_id)
-            ).all()
-            in_progress = _runs_in_progress(s, name)
-            return ConnectorStatus(
-                name=name,
-                type=row.type,
-                state=conn.state if conn else "UNASSIGNED",
-                trace=conn.trace if conn else None,
-                worker_id=conn.worker_id if conn else None,
-                tasks=_task_statuses(row.target_state, tasks, in_progress),
-            )
+            found = s.execute(_status_query(_CONNECTORS).where(ConnectorRow.name == name)).one_or_none()
+        if found is None:
+            raise NotFoundError(f"connector `{name}` not found")
+        return _status(found)
 
     def change_count(self) -> int:
         """How many changes connectors and their status have seen (one-row read)."""
         with self._sessions() as s:
             return int(s.scalar(select(ChangeCounterRow.n).where(ChangeCounterRow.id == 1)) or 0)
 
-    def snapshot(self) -> tuple[int, dict[str, ConnectorInfo], dict[str, ConnectorStatus]]:
-        """Every connector's info and status, and the change count they are at least as new as."""
+    def listing(self, page: Page, *, info: bool = False, status: bool = False) -> Listing:
+        """A page of connector names, with their overviews and/or statuses when asked: one query per
+        kind asked (names alone: one), whatever the number of connectors, all in one snapshot."""
         with self._sessions() as s:
-            # The count first: data read after it can only be newer, never older.
+            # One snapshot for the change count and every query: they agree with each other exactly.
+            s.connection(execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True})
             version = int(s.scalar(select(ChangeCounterRow.n).where(ChangeCounterRow.id == 1)) or 0)
-            rows = s.scalars(select(ConnectorRow).order_by(ConnectorRow.name)).all()
-            tasks: dict[str, list[dict[str, Any]]] = {}
-            for t in s.scalars(select(TaskConfigRow).order_by(TaskConfigRow.connector, TaskConfigRow.task_id)):
-                tasks.setdefault(t.connector, []).append(t.config)
-            conn_status = {c.connector: c for c in s.scalars(select(ConnectorStatusRow))}
-            task_rows: dict[str, list[TaskStatusRow]] = {}
-            for ts in s.scalars(select(TaskStatusRow).order_by(TaskStatusRow.connector, TaskStatusRow.task_id)):
-                task_rows.setdefault(ts.connector, []).append(ts)
-            in_progress = _runs_in_progress(s)
-        infos, statuses = {}, {}
-        for r in rows:
-            infos[r.name] = ConnectorInfo(
-                r.name,
-                r.connector_class,
-                r.type,
-                r.config,
-                r.target_state,
-                r.config_version,
-                tuple(tasks.get(r.name, ())),
-            )
-            c = conn_status.get(r.name)
-            statuses[r.name] = ConnectorStatus(
-                r.name,
-                r.type,
-                c.state if c else "UNASSIGNED",
-                c.trace if c else None,
-                c.worker_id if c else None,
-                _task_statuses(r.target_state, task_rows.get(r.name, ()), in_progress),
-            )
-        return version, infos, statuses
+            # The page is cut first: the per-connector parts are read for its rows only.
+            rows = _paged(page, *_CONNECTORS.c).subquery("c")
+            statuses = None
+            if status:
+                statuses = [_status(r) for r in s.execute(_status_query(rows).order_by(rows.c.name))]
+            overviews = None
+            if info:
+                query = _overview_query(rows).order_by(rows.c.name)
+                overviews = [ConnectorOverview(r.name, r.type, r.config, r.task_count) for r in s.execute(query)]
+            if statuses is not None:
+                names = [st.name for st in statuses]
+            elif overviews is not None:
+                names = [o.name for o in overviews]
+            else:
+                names = list(s.scalars(_paged(page)))
+        more = page.limit is not None and len(names) > page.limit
+        shown = tuple(names[: page.limit] if more else names)  # the query read one more: is there more?
+        return Listing(
+            version=version,
+            names=shown,
+            overviews={o.name: o for o in (overviews or [])[: len(shown)]},
+            statuses={st.name: st for st in (statuses or [])[: len(shown)]},
+            more=more,
+        )
 
     def last_runs(self, name: str, limit: int = 10, task_id: int | None = None) -> list[dict[str, Any]]:
         """The most recent task runs of a connector (or of one of its tasks), newest first."""
@@ -424,34 +453,120 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def _runs_in_progress(s: Session, connector: str | None = None) -> set[tuple[str, int]]:
-    """(connector, task) of every run holding a live lease: the tasks actually running now."""
-    query = select(TaskRunRow.connector, TaskRunRow.task_id).where(
-        TaskRunRow.state == "RUNNING", TaskRunRow.lease_expires_at > func.now()
+def _paged(page: Page, *columns: Any) -> Select[Any]:
+    """Connectors' `columns` (the name by default) in name order, cut to `page`, with one row more
+    than `limit`: whether more follow."""
+    query = select(*(columns or (ConnectorRow.name,)))
+    if page.after is not None:
+        query = query.where(ConnectorRow.name > page.after)
+    query = query.order_by(ConnectorRow.name)
+    if page.offset:
+        query = query.offset(page.offset)
+    return query if page.limit is None else query.limit(page.limit + 1)
+
+
+#: Every connector (the queries below take a page of them instead, as a subquery).
+_CONNECTORS: FromClause = ConnectorRow.__table__
+_EMPTY_JSON_ARRAY: ColumnElement[Any] = literal_column("'[]'::json")
+
+
+def _info_query(c: FromClause) -> Select[Any]:
+    """Each connector of `c` with its task configs as one JSON array, in task order."""
+    task_configs = func.json_agg(aggregate_order_by(TaskConfigRow.config, TaskConfigRow.task_id))
+    tasks = select(func.coalesce(task_configs, _EMPTY_JSON_ARRAY)).where(TaskConfigRow.connector == c.c.name)
+    return select(
+        c.c.name,
+        c.c.connector_class,
+        c.c.type,
+        c.c.config,
+        c.c.target_state,
+        c.c.config_version,
+        tasks.scalar_subquery().label("tasks"),
     )
-    if connector is not None:
-        query = query.where(TaskRunRow.connector == connector)
-    return {(c, t) for c, t in s.execute(query)}
 
 
-def _task_statuses(
-    target_state: str, rows: Sequence[TaskStatusRow], in_progress: set[tuple[str, int]]
-) -> tuple[TaskStatus, ...]:
+def _overview_query(c: FromClause) -> Select[Any]:
+    """Each connector of `c` (name, type, config) with its number of tasks (their configs unread)."""
+    count = select(func.count()).where(TaskConfigRow.connector == c.c.name).scalar_subquery()
+    return select(c.c.name, c.c.type, c.c.config, count.label("task_count"))
+
+
+#: Whether a run of the task holds a live lease (the task runs now): an index probe per task on
+#: (connector, task_id, state), never a scan of the runs' history (a week of it by default).
+_RUNNING_NOW = exists().where(
+    TaskRunRow.connector == TaskStatusRow.connector,
+    TaskRunRow.task_id == TaskStatusRow.task_id,
+    TaskRunRow.state == "RUNNING",
+    TaskRunRow.lease_expires_at > func.now(),
+)
+
+#: What a task's status holds, as the keys of a JSON object.
+_TASK_FIELDS = {
+    "id": TaskStatusRow.task_id,
+    "state": TaskStatusRow.state,
+    "trace": TaskStatusRow.trace,
+    "worker_id": TaskStatusRow.worker_id,
+    "last_run_id": TaskStatusRow.last_run_id,
+    "errors": TaskStatusRow.errors,
+    "running": _RUNNING_NOW,
+}
+
+
+def _status_query(c: FromClause) -> Select[Any]:
+    """Each connector of `c`: its state, its tasks' states as one JSON array (in task order) and
+    which of them run now — one statement."""
+    task = func.json_build_object(*chain.from_iterable(_TASK_FIELDS.items()))
+    task_states = func.json_agg(aggregate_order_by(task, TaskStatusRow.task_id))
+    tasks = select(func.coalesce(task_states, _EMPTY_JSON_ARRAY)).where(TaskStatusRow.connector == c.c.name)
+    return select(
+        c.c.name,
+        c.c.type,
+        c.c.target_state,
+        ConnectorStatusRow.state,
+        ConnectorStatusRow.trace,
+        ConnectorStatusRow.worker_id,
+        tasks.scalar_subquery().label("tasks"),
+    ).outerjoin(ConnectorStatusRow, ConnectorStatusRow.connector == c.c.name)
+
+
+def _info(row: Any) -> ConnectorInfo:
+    return ConnectorInfo(
+        name=row.name,
+        connector_class=row.connector_class,
+        type=row.type,
+        config=row.config,
+        target_state=row.target_state,
+        config_version=row.config_version,
+        tasks=tuple(row.tasks),
+    )
+
+
+def _status(row: Any) -> ConnectorStatus:
+    return ConnectorStatus(
+        name=row.name,
+        type=row.type,
+        state=row.state or "UNASSIGNED",
+        trace=row.trace,
+        worker_id=row.worker_id,
+        tasks=_task_statuses(row.target_state, row.tasks),
+    )
+
+
+def _task_statuses(target_state: str, rows: Sequence[Mapping[str, Any]]) -> tuple[TaskStatus, ...]:
     """Task states as Kafka Connect reports them: a task row says how the last run went, but
     where no run is in progress the connector's target state decides. A PAUSED connector's tasks
     are PAUSED (a FAILED one stays FAILED, with its trace, as in Kafka); a STOPPED connector has
     no tasks, as Kafka's (KIP-875) has none; a run still going on, whatever the target, is RUNNING."""
     tasks = []
     for t in rows:
-        running_now = (t.connector, t.task_id) in in_progress
-        state, trace = t.state, t.trace
-        if running_now:
+        state, trace = t["state"], t["trace"]
+        if t["running"]:
             state, trace = "RUNNING", None
         elif target_state == "STOPPED":
             continue
         elif target_state == "PAUSED" and state != "FAILED":
             state, trace = "PAUSED", None
-        tasks.append(TaskStatus(t.task_id, state, trace, t.worker_id, t.last_run_id, dict(t.errors or {})))
+        tasks.append(TaskStatus(t["id"], state, trace, t["worker_id"], t["last_run_id"], dict(t["errors"] or {})))
     return tuple(tasks)
 
 
