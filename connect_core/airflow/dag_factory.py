@@ -1,10 +1,19 @@
 """Compile every registered connector into an Airflow DAG `connect__<name>`.
 
-One metadata query per parse (every connector with its task count); when
-Airflow runs a task it sets the parsing context, and only that connector's
-DAG is built. Sources run on their `schedule` and declare their topics as
-Asset outlets; sinks are scheduled by those Assets (plus an optional cron), so
-a sink runs when new data lands.
+The DAGs are spread over `CONNECT_AIRFLOW_DAG_SHARDS` DAG files (`dags/connect_dags.py` is
+shard 0, `dags/connect_dags_<ii>.py` shard ii), each DAG in the file its id hashes to
+(`shard_of`): the dag-processor parses a few hundred DAGs per file, files in parallel, instead of
+all of them in one file, which at 5,000 connectors of 4 tasks takes 37 s of the 50 s Airflow gives
+a file (bench/RESULTS.md). A shard's parse reads only its own rows. At one count no DAG is in two files.
+A change of the count (every Airflow process restarted with it) moves DAGs between files: Airflow
+records a DAG's new file when that file's parse has it, and deactivates a DAG only when its recorded
+file has been parsed without it `stale_dag_threshold` (50 s) after its last parse, so a moved DAG
+stays active as long as its new file is parsed within that time (every file is, in the first loop
+after a restart). When Airflow runs a task it sets the parsing context, and only that connector's
+DAG is built.
+
+Sources run on their `schedule` and declare their topics as Asset outlets; sinks are scheduled
+by those Assets (plus an optional cron), so a sink runs when new data lands.
 
 One connector that cannot be compiled (a config stored before validation got
 stricter, a row edited by hand, a plugin that fails) is logged and left out:
@@ -13,6 +22,7 @@ it must never take the DAG file, and so every other connector's DAG, down.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from datetime import UTC, datetime, timedelta
@@ -27,7 +37,8 @@ from airflow.sdk import (
     DeltaTriggerTimetable,
     get_parsing_context,
 )
-from sqlalchemy import Engine, func, select
+from sqlalchemy import BigInteger, Engine, cast, func, literal, or_, select
+from sqlalchemy.dialects.postgresql import BIT
 
 from connect_core.airflow.operator import ConnectTaskOperator
 from connect_core.airflow.rebalance import REBALANCE_DAG_ID, rebalance_dag
@@ -48,7 +59,7 @@ from connect_core.sdk.config import (
 )
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["DAG_PREFIX", "build_dags", "dag_id_for", "topic_asset"]
+__all__ = ["DAG_PREFIX", "build_dags", "dag_id_for", "might_contain_dag", "shard_file", "shard_of", "topic_asset"]
 
 log = logging.getLogger(__name__)
 
@@ -60,15 +71,26 @@ def topic_asset(topic: str) -> Asset:
     return Asset(name=f"connect.topic.{topic}", uri=f"connect://topics/{topic}", group="connect")
 
 
-def build_dags(settings: Settings | None = None, engine: Engine | None = None) -> dict[str, DAG]:
-    """Every connector's DAG by dag id (only the one being run, inside a task)."""
+def build_dags(
+    settings: Settings | None = None, engine: Engine | None = None, *, shard: int | None = None
+) -> dict[str, DAG]:
+    """Every connector's DAG by dag id, or only those of DAG file `shard` (0 …
+    `settings.airflow_dag_shards` - 1; a file beyond the count gets none). Inside a task, only the
+    DAG being run, whatever its shard."""
     settings = settings or Settings()
-    wanted = get_parsing_context().dag_id
+    context = get_parsing_context()
+    wanted = context.dag_id
+    if context.task_id is not None:
+        # A task parses the one file its DAG version names, which after a change of the shard
+        # count can be the DAG's old file: any file builds the DAG it asks for. Everywhere else
+        # (the dag-processor; `airflow dags test`, which parses every file) only its own shard does.
+        shard = None
+    part = None if shard is None else (shard, settings.airflow_dag_shards)
     dags: dict[str, DAG] = {}
-    if wanted in (None, REBALANCE_DAG_ID):
+    if wanted in (None, REBALANCE_DAG_ID) and shard in (None, 0):
         dags[REBALANCE_DAG_ID] = rebalance_dag()
-        if wanted is not None:
-            return dags
+    if wanted == REBALANCE_DAG_ID or (part is not None and not 0 <= part[0] < part[1]):
+        return dags
     own_engine = engine is None
     if engine is None and settings.embedded and not (settings.pgdata / "PG_VERSION").exists():
         # Do not let every Airflow process start an empty embedded Postgres of its own.
@@ -78,8 +100,7 @@ def build_dags(settings: Settings | None = None, engine: Engine | None = None) -
         )
     engine = engine or make_engine(database_url(settings))
     try:
-        rows = _connectors(engine, only=wanted)
-        placed = _placements(engine)
+        rows, placed = _connectors(engine, only=wanted, part=part)
     finally:
         if own_engine:
             engine.dispose()
@@ -96,6 +117,31 @@ def build_dags(settings: Settings | None = None, engine: Engine | None = None) -
             continue
         dags[dag.dag_id] = dag
     return dags
+
+
+def shard_of(dag_id: str, shards: int) -> int:
+    """The DAG file (0 … `shards` - 1) that defines `dag_id`: the first 32 bits of its MD5, modulo
+    `shards`. Stable across processes, hosts and versions (Python's `hash()` is salted per
+    process), and what `_in_shard` computes in Postgres. Hashing the DAG id, not the connector's
+    name, keeps names stored before the name rule that map to one id (`a b`, `a#b`) in one file."""
+    digest = hashlib.md5(dag_id.encode(), usedforsecurity=False).digest()
+    return int.from_bytes(digest[:4], "big") % shards
+
+
+def shard_file(shard: int) -> str:
+    """The name of DAG file `shard` in dags/ (shard 0 keeps the name of the single file it was)."""
+    return "connect_dags.py" if shard == 0 else f"connect_dags_{shard:02d}.py"
+
+
+def might_contain_dag(file_path: str, zip_file: Any = None) -> bool:
+    """Airflow's own heuristic, for `[core] might_contain_dag_callable`: the dag-processor then
+    imports this module once, and every parse it forks finds the DAG factory imported instead of
+    importing it again (bench/RESULTS.md, "DAG parse"). It lists the files beyond
+    `CONNECT_AIRFLOW_DAG_SHARDS` too: a file no longer listed counts as deleted, and Airflow would
+    deactivate its DAGs at once, before their new file is parsed."""
+    from airflow.utils.file import might_contain_dag_via_default_heuristic
+
+    return bool(might_contain_dag_via_default_heuristic(file_path=file_path, zip_file=zip_file))
 
 
 def _compile(registry: PluginRegistry, row: Any, placed: dict[tuple[str, int], str]) -> DAG:
@@ -123,31 +169,49 @@ def _routed(registry: PluginRegistry, name: str, config: Any, outputs: list[str]
     return [check_topic_name(t) for t in routed] if routed else outputs
 
 
-def _connectors(engine: Engine, only: str | None) -> list[Any]:
-    tasks = select(TaskConfigRow.connector, func.count().label("n")).group_by(TaskConfigRow.connector).subquery()
+def _connectors(
+    engine: Engine, only: str | None, part: tuple[int, int] | None
+) -> tuple[list[Any], dict[tuple[str, int], str]]:
+    """The connectors to compile (each with its task count), and their tasks' Spark pools."""
+    tasks = select(func.count()).where(TaskConfigRow.connector == ConnectorRow.name).scalar_subquery()
     query = select(
         ConnectorRow.name,
         ConnectorRow.connector_class,
         ConnectorRow.type,
         ConnectorRow.config,
         ConnectorRow.target_state,
-        func.coalesce(tasks.c.n, 0),
-    ).outerjoin(tasks, tasks.c.connector == ConnectorRow.name)
+        tasks,
+    )
+    if part is not None:
+        query = query.where(_in_shard(ConnectorRow.name, *part))
     with engine.connect() as conn:
+        rows: list[Any] = []
         if only is not None:
             # Inside a task: read just that connector (names with unsafe characters: filter after).
-            exact = conn.execute(query.where(ConnectorRow.name == only.removeprefix(DAG_PREFIX))).all()
-            if exact:
-                return list(exact)
-        rows = list(conn.execute(query.order_by(ConnectorRow.name)).all())
-    return [r for r in rows if only is None or dag_id_for(r[0]) == only]
+            rows = list(conn.execute(query.where(ConnectorRow.name == only.removeprefix(DAG_PREFIX))).all())
+        if not rows:
+            rows = list(conn.execute(query.order_by(ConnectorRow.name)).all())
+        rows = [r for r in rows if _wanted(dag_id_for(r[0]), only, part)]
+        placed = select(AssignmentRow.connector, AssignmentRow.task_id, AssignmentRow.pool)
+        if only is not None or part is not None:
+            placed = placed.where(AssignmentRow.connector.in_([r[0] for r in rows]))
+        placements = {(c, t): p for c, t, p in conn.execute(placed).all()}
+    return rows, placements
 
 
-def _placements(engine: Engine) -> dict[tuple[str, int], str]:
-    """The Spark pool of every assigned task, for its Airflow pool."""
-    with engine.connect() as conn:
-        rows = conn.execute(select(AssignmentRow.connector, AssignmentRow.task_id, AssignmentRow.pool)).all()
-    return {(c, t): p for c, t, p in rows}
+def _wanted(dag_id: str, only: str | None, part: tuple[int, int] | None) -> bool:
+    return (only is None or dag_id == only) and (part is None or shard_of(dag_id, part[1]) == part[0])
+
+
+#: Names whose DAG id is `connect__<name>` verbatim (Postgres compares the ranges by code point).
+_VERBATIM_NAME = "^[A-Za-z0-9._-]+$"
+
+
+def _in_shard(name: Any, shard: int, shards: int) -> Any:
+    """SQL: connector `name` may be in `shard` — `shard_of` of its DAG id, for names that are their
+    DAG id's suffix verbatim; a name stored before the name rule is kept and `_wanted` decides."""
+    bits = cast(literal("x") + func.substr(func.md5(literal(DAG_PREFIX) + name), 1, 8), BIT(32))
+    return or_(~name.regexp_match(_VERBATIM_NAME), cast(bits, BigInteger) % shards == shard)
 
 
 def _dag(

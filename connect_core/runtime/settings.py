@@ -65,6 +65,15 @@ class Settings(BaseSettings):
         description="Days finished task runs (with their stats) and rebalance log rows are kept; each task's "
         "latest run and the latest rebalance are always kept. 0: keep everything.",
     )
+    airflow_dag_shards: int = Field(
+        default=16,
+        ge=1,
+        le=32,
+        description="How many DAG files share the connectors' DAGs (`dags/connect_dags.py`, then "
+        "`dags/connect_dags_01.py` …; dags/ ships 32), each DAG in the file its id hashes to: a file parses "
+        "in < 3 s up to 5,000 connectors of 4 tasks. Every Airflow process must see the same value; a change "
+        "moves DAGs between files at their next parse.",
+    )
     airflow_url: str | None = Field(default=None, description="Airflow's base URL, to pause DAGs and trigger runs.")
     airflow_username: str = Field(default="admin", description="Airflow user for its REST API.")
     airflow_password: SecretStr | None = Field(default=None, description="Password of `airflow_username`.")

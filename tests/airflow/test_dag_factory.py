@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from airflow.sdk import Asset
 
-from connect_core.airflow.dag_factory import build_dags, topic_asset
+from connect_core.airflow.dag_factory import build_dags, shard_file, shard_of, topic_asset
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.settings import Settings
 from tests.conftest import file_pair
 
 
@@ -232,3 +233,96 @@ def test_a_source_routed_by_regex_router_outlets_the_routed_topic(runtime: Runti
     )
     (task,) = _dags(runtime)["connect__routed"].tasks
     assert task.outlets == [topic_asset("orders")]  # the sink of `orders` runs when this writes
+
+
+# -- DAG files (shards) ---------------------------------------------------------------------------
+
+
+def _store(runtime: Runtime, tmp_path: Path, names: list[str]) -> None:
+    """Connectors stored straight (no placement), as many as a shard test needs, quickly."""
+    config = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t"}
+    validated = runtime.validated("any", config)
+    for name in names:
+        runtime.connectors.create(name, **validated)
+
+
+def _sharded(runtime: Runtime, shards: int) -> Settings:
+    return runtime.settings.model_copy(update={"airflow_dag_shards": shards})
+
+
+NAMES = [f"c{i:03d}" for i in range(24)] + ["a b", "a#b", "x.y-z"]  # two names stored before the name rule
+
+
+def test_every_dag_is_in_exactly_one_shard_and_the_shards_give_every_dag(runtime: Runtime, tmp_path: Path) -> None:
+    _store(runtime, tmp_path, NAMES)
+    every = _dags(runtime)
+    settings = _sharded(runtime, 4)
+    files = [build_dags(settings, runtime.engine, shard=i) for i in range(4)]
+    assert sum(len(f) for f in files) == len(every) == 27  # 24, `a b` (not its twin `a#b`), x.y-z, rebalance
+    assert set().union(*files) == set(every)
+    for i, dags in enumerate(files):
+        assert all(shard_of(dag_id, 4) == i for dag_id in dags if dag_id != "connect_rebalance")
+        assert all(dag.dag_id == dag_id for dag_id, dag in dags.items())
+    assert "connect_rebalance" in files[0]  # in the first file only
+    assert all(len(f) > 2 for f in files)  # 25 connectors spread, not piled up
+    assert files[shard_of("connect__a_b", 4)]["connect__a_b"].tasks[0].connector == "a b"  # first name keeps it
+
+
+def test_a_dag_keeps_its_id_and_its_file(runtime: Runtime, tmp_path: Path) -> None:
+    # The hash is part of the deployment: changing it would move every DAG to another file.
+    assert [shard_of(d, 16) for d in ("connect__c00001", "connect__fileSourceConnector", "connect__a_b")] == [14, 12, 3]
+    assert shard_of("connect__c00001", 1) == 0
+    _store(runtime, tmp_path, ["c00001"])
+    assert set(build_dags(_sharded(runtime, 16), runtime.engine, shard=14)) == {"connect__c00001"}
+    assert shard_file(0) == "connect_dags.py" and shard_file(14) == "connect_dags_14.py"
+
+
+def test_a_shard_reads_only_its_own_rows(runtime: Runtime, tmp_path: Path) -> None:
+    """Postgres picks a shard's rows by the same hash as `shard_of`; names stored before the name
+    rule are all read, and sorted in Python."""
+    from sqlalchemy import select
+
+    from connect_core.airflow.dag_factory import _in_shard
+    from connect_core.runtime.store.models import ConnectorRow
+
+    _store(runtime, tmp_path, NAMES)
+    with runtime.engine.connect() as conn:
+        for i in range(4):
+            read = set(conn.execute(select(ConnectorRow.name).where(_in_shard(ConnectorRow.name, i, 4))).scalars())
+            verbatim = {n for n in NAMES if n not in ("a b", "a#b")}
+            assert read - {"a b", "a#b"} == {n for n in verbatim if shard_of(f"connect__{n}", 4) == i}
+            assert {"a b", "a#b"} <= read
+
+
+def test_a_file_beyond_the_count_defines_nothing(tmp_path: Path) -> None:
+    nowhere = Settings(home=tmp_path / "nothing-here", airflow_dag_shards=4)
+    assert build_dags(nowhere, shard=4) == {} and build_dags(nowhere, shard=31) == {}  # no database read
+    with pytest.raises(ValueError, match="less than or equal to 32"):
+        Settings(airflow_dag_shards=33)  # dags/ ships 32 files
+
+
+def test_inside_a_task_any_file_builds_its_dag(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task parses the file its DAG version names, which after a change of the count can be another
+    shard's; `airflow dags test` (a DAG id, no task id) parses every file: only the DAG's own builds it."""
+    _store(runtime, tmp_path, ["c00001"])  # shard 14 of 16
+    settings = _sharded(runtime, 16)
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "connect__c00001")
+    assert [i for i in range(16) if build_dags(settings, runtime.engine, shard=i)] == [14]
+    monkeypatch.setenv("_AIRFLOW_PARSING_CONTEXT_TASK_ID", "task_0")
+    assert set(build_dags(settings, runtime.engine, shard=3)) == {"connect__c00001"}
+
+
+def test_dags_ships_a_file_per_shard() -> None:
+    from connect_core.airflow.dag_factory import might_contain_dag
+
+    dags = Path(__file__).resolve().parents[2] / "dags"
+    assert sorted(p.name for p in dags.glob("connect_dags*.py")) == sorted(shard_file(i) for i in range(32))
+    assert "build_dags(shard=0)" in (dags / shard_file(0)).read_text()
+    for i in range(1, 32):
+        assert f"SHARD = {i}\n" in (dags / shard_file(i)).read_text()
+    # `[core] might_contain_dag_callable`: Airflow's heuristic, every file listed (one no longer
+    # listed would count as deleted, and its DAGs be deactivated before their new file has them).
+    assert all(might_contain_dag(str(dags / shard_file(i))) for i in range(32))
+    assert not might_contain_dag(str(Path(__file__).parent / "__init__.py"))
