@@ -107,22 +107,10 @@ class PgServer:
 
     def execute(self, *statements: str) -> None:
         """Run `statements`, each committed on its own."""
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                for statement in statements:
-                    cur.execute(statement)
-        finally:
-            conn.close()
+        _execute(self.connect(), statements)
 
     def rows(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(query, params or None)  # no params: a `%` in `query` is no placeholder
-                return list(cur.fetchall())
-        finally:
-            conn.close()
+        return _rows(self.connect(), query, params)
 
     @contextlib.contextmanager
     def fresh_database(self) -> Iterator[PgServer]:
@@ -189,23 +177,11 @@ class MariaDbServer:
 
     def execute(self, *statements: str) -> None:
         """Run `statements` as the admin user, in this server's database."""
-        conn = self.connect(admin=True)
-        try:
-            with conn.cursor() as cur:
-                for statement in statements:
-                    cur.execute(statement)
-        finally:
-            conn.close()
+        _execute(self.connect(admin=True), statements)
 
     def rows(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
         """`query`'s rows, as the capture user."""
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(query, params or None)  # no params: a `%` in `query` is no placeholder
-                return list(cur.fetchall())
-        finally:
-            conn.close()
+        return _rows(self.connect(), query, params)
 
     @contextlib.contextmanager
     def fresh_database(self) -> Iterator[MariaDbServer]:
@@ -219,6 +195,26 @@ class MariaDbServer:
 
 
 _Server = TypeVar("_Server", PgServer, MariaDbServer)
+
+
+def _execute(conn: Any, statements: Sequence[str]) -> None:
+    """Run `statements` on `conn` (autocommit: each committed on its own), then close it."""
+    try:
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+    finally:
+        conn.close()
+
+
+def _rows(conn: Any, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """`query`'s rows on `conn`, then close it."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute(query, params or None)  # no params: a `%` in `query` is no placeholder
+            return list(cur.fetchall())
+    finally:
+        conn.close()
 
 
 def fresh_db(server: _Server) -> contextlib.AbstractContextManager[_Server]:
