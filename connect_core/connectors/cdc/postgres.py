@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["PostgresCdcSourceConnector", "PostgresCdcSourceTask"]
 
 VERSION = "0.1.0"
+#: How long the stream must be quiet before the server's reported WAL end is taken as reached.
+_QUIET_S = 0.5
 _SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3"
 
 
@@ -179,10 +181,14 @@ class _Stream:
             )
             cur.send_feedback(flush_lsn=start, force=True)  # the last run's commit: confirmed only now
             deadline = time.monotonic() + cfg.poll_timeout_ms / 1000
+            heard = time.monotonic()  # the last data message (or the start)
             while True:
                 message = cur.read_message()
                 if message is None:
-                    if begin is None and (cur.wal_end >= target or reached >= target):
+                    # The server's reported WAL end can run ahead of what it has decoded and sent
+                    # yet: trust it only once the stream has been quiet for a moment.
+                    quiet = time.monotonic() - heard >= _QUIET_S
+                    if begin is None and (reached >= target or (cur.wal_end >= target and quiet)):
                         break
                     if time.monotonic() > deadline:
                         if begin is None:
@@ -193,7 +199,8 @@ class _Stream:
                         )
                     select.select([cur], [], [], 0.2)
                     continue
-                deadline = time.monotonic() + cfg.poll_timeout_ms / 1000
+                deadline = heard = time.monotonic()
+                deadline += cfg.poll_timeout_ms / 1000
                 event = self._decoder.decode(message.payload)
                 if isinstance(event, pgoutput.Begin):
                     begin, pending = event, []
@@ -446,7 +453,7 @@ def _drop_slot(conn: Any, name: str) -> None:
 
 def _current_lsn(conn: Any) -> int:
     with conn.cursor() as cur:
-        cur.execute("SELECT pg_current_wal_lsn()::text")
+        cur.execute("SELECT pg_current_wal_insert_lsn()::text")  # the write position may lag commits
         return _parse_lsn(cur.fetchone()[0])
 
 
