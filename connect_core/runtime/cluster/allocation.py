@@ -28,7 +28,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["STRATEGIES", "Pool", "Work", "allocate", "consistent_hash", "default", "sticky", "work_items"]
+__all__ = [
+    "STRATEGIES",
+    "Pool",
+    "Work",
+    "allocate",
+    "consistent_hash",
+    "default",
+    "least_loaded",
+    "sticky",
+    "work_items",
+]
 
 
 @dataclass(frozen=True)
@@ -128,15 +138,23 @@ def sticky(pools: Sequence[Pool], task_configs: TaskConfigs, previous: Assignmen
             result[moved] = pool
             load[donor] -= 1
             load[pool] += 1
-    # the homeless go to the least loaded pool by capacity, one at a time (a heap: O(n log pools))
-    by_load = [(load[n] / capacity[n], n) for n in capacity]
-    heapq.heapify(by_load)
-    for item in homeless:
-        _, pool = heapq.heappop(by_load)
-        result[item] = pool
-        load[pool] += 1
-        heapq.heappush(by_load, (load[pool] / capacity[pool], pool))
+    result.update(least_loaded(homeless, capacity, load))
     return result
+
+
+def least_loaded(items: Sequence[Work], capacity: Mapping[str, int], load: Mapping[str, int]) -> Assignment:
+    """Each item to the pool least loaded by capacity (ties: by name), one at a time, counting what
+    it placed: a heap, O(n log pools). `capacity` and `load` by pool name; no pools, no placement."""
+    placed: Assignment = {}
+    current = {n: load.get(n, 0) for n in capacity}
+    by_load = [(current[n] / max(1, capacity[n]), n) for n in capacity]
+    heapq.heapify(by_load)
+    for item in items if by_load else ():
+        _, pool = heapq.heappop(by_load)
+        placed[item] = pool
+        current[pool] += 1
+        heapq.heappush(by_load, (current[pool] / max(1, capacity[pool]), pool))
+    return placed
 
 
 def _newest(item: Work) -> tuple[bool, str, int]:

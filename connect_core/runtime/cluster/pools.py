@@ -16,7 +16,6 @@ pool can finish but never commit. The log records what moved, not whole maps.
 from __future__ import annotations
 
 import builtins
-import heapq
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from connect_core.runtime.cluster.allocation import Pool, Work, allocate
+from connect_core.runtime.cluster.allocation import Pool, Work, allocate, least_loaded
 from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect_master, pool_kind, public_master
 from connect_core.runtime.store.db import CONFLICT, check_storable, store_fault
 from connect_core.runtime.store.models import (
@@ -292,23 +291,23 @@ def _pools_reason(before: Mapping[str, int] | None, now: Mapping[str, int]) -> s
     return "; ".join(parts) or "strategy changed"
 
 
-def _unplaced_connectors(names: Collection[str] | None) -> Select[str]:
+def _unplaced_connectors(names: Collection[str]) -> Select[str]:
     placed = select(AssignmentRow.connector).where(
         AssignmentRow.connector == ConnectorRow.name, AssignmentRow.task_id == CONNECTOR_ITSELF
     )
     query = select(ConnectorRow.name).where(~placed.exists())
-    return query if names is None else query.where(ConnectorRow.name.in_(builtins.list(names)))
+    return query.where(ConnectorRow.name.in_(builtins.list(names)))
 
 
-def _unplaced_tasks(names: Collection[str] | None) -> Select[str, int]:
+def _unplaced_tasks(names: Collection[str]) -> Select[str, int]:
     placed = select(AssignmentRow.connector).where(
         AssignmentRow.connector == TaskConfigRow.connector, AssignmentRow.task_id == TaskConfigRow.task_id
     )
     query = select(TaskConfigRow.connector, TaskConfigRow.task_id).where(~placed.exists())
-    return query if names is None else query.where(TaskConfigRow.connector.in_(builtins.list(names)))
+    return query.where(TaskConfigRow.connector.in_(builtins.list(names)))
 
 
-def _orphans(names: Collection[str] | None) -> Select[str, int, str]:
+def _orphans(names: Collection[str]) -> Select[str, int, str]:
     """Assignments of tasks that are gone (a connector resized down; a deleted connector's rows go
     with it by the foreign key)."""
     exists = select(TaskConfigRow.connector).where(
@@ -317,7 +316,7 @@ def _orphans(names: Collection[str] | None) -> Select[str, int, str]:
     query = select(AssignmentRow.connector, AssignmentRow.task_id, AssignmentRow.pool).where(
         AssignmentRow.task_id != CONNECTOR_ITSELF, ~exists.exists()
     )
-    return query if names is None else query.where(AssignmentRow.connector.in_(builtins.list(names)))
+    return query.where(AssignmentRow.connector.in_(builtins.list(names)))
 
 
 def _lock_connectors(s: Session, names: Collection[str] | None) -> set[str]:
@@ -343,25 +342,18 @@ def _incremental(
     if connectors is None:  # the sensor: the connectors whose work changed since they were placed
         connectors = set(s.scalars(select(PlacementQueueRow.connector)))
     locked = _lock_connectors(s, connectors) if connectors else set()
-    new = [Work(c) for c in sorted(s.scalars(_unplaced_connectors(locked)))] if locked else []
-    new += [Work(c, t) for c, t in sorted(s.execute(_unplaced_tasks(locked)))] if locked else []
-    gone = [(Work(c, t), p) for c, t, p in s.execute(_orphans(locked))] if locked else []
+    if not locked:
+        _dequeue(s, set())  # those named and deleted meanwhile
+        return RebalanceResult(state.generation, 0, {}, reason or "nothing to do")
+    new = [Work(c) for c in sorted(s.scalars(_unplaced_connectors(locked)))]
+    new += [Work(c, t) for c, t in sorted(s.execute(_unplaced_tasks(locked)))]
+    gone = [(Work(c, t), p) for c, t, p in s.execute(_orphans(locked))]
     if not (gone or (new and pools)):
         _dequeue(s, locked if pools or not new else set())
         return RebalanceResult(state.generation, 0, {}, reason or "nothing to do")
     generation = state.generation + 1
-    load = dict.fromkeys(pools, 0)
-    for pool, count in s.execute(select(AssignmentRow.pool, func.count()).group_by(AssignmentRow.pool)):
-        if pool in load:
-            load[pool] = count
-    by_load = [(load[n] / max(1, pools[n]), n) for n in pools]
-    heapq.heapify(by_load)
-    changes: dict[Work, str] = {}
-    for item in new if pools else []:
-        _, pool = heapq.heappop(by_load)
-        changes[item] = pool
-        load[pool] += 1
-        heapq.heappush(by_load, (load[pool] / max(1, pools[pool]), pool))
+    load = {p: n for p, n in s.execute(select(AssignmentRow.pool, func.count()).group_by(AssignmentRow.pool))}
+    changes = least_loaded(new, pools, load)
     if gone:
         _delete_assignments(s, [w for w, _ in gone])
     if changes:
