@@ -160,6 +160,7 @@ class _Stream:
     def __init__(self, cfg: PostgresCdcConfig, by_name: dict[str, _Table], log: Any) -> None:
         self.cfg, self.by_name, self.log = cfg, by_name, log
         self.changes: dict[str, ChangeTable] = {}
+        self._described: dict[str, pgoutput.Relation] = {}  # the Relation each topic's columns follow
         self.count = 0
         self._decoder = pgoutput.Decoder()
 
@@ -250,9 +251,13 @@ class _Stream:
                     )
 
     def _changes(self, table: _Table, relation: pgoutput.Relation) -> ChangeTable:
+        """The table's events so far; the first change under a (new) Relation message settles its columns."""
         topic = _topic(self.cfg, table)
-        columns = [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
         found = self.changes.get(topic)
+        if found is not None and self._described.get(topic) is relation:
+            return found  # the same description as the last change: nothing to compare
+        self._described[topic] = relation
+        columns = [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
         if found is None:
             found = self.changes[topic] = ChangeTable(topic, columns, table.key)
         elif list(found.columns) != columns:
