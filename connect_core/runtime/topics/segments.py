@@ -26,7 +26,7 @@ from connect_core.runtime.sparkutil import default_parallelism
 from connect_core.runtime.topics.store import Segment
 from connect_core.sdk import is_connect
 from connect_core.sdk.errors import FatalError
-from connect_core.sdk.records import DRIVER_MAX_ROWS, OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords
+from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords, driver_max_rows
 
 __all__ = ["RESERVED_COLUMNS", "arrow_topics", "delete_path", "read_segments", "read_topics", "write_segment"]
 
@@ -259,7 +259,7 @@ def arrow_topics(
             _file_reader(topic, to_arrow_schema(schema, timezone="UTC")),
             schema,
             partitions=slots,
-            in_driver=sum(s.row_count for s in mine) <= DRIVER_MAX_ROWS,
+            in_driver=sum(s.row_count for s in mine) <= driver_max_rows(spark),
         )
     return found
 
