@@ -335,7 +335,7 @@ class SinkBatch:
         return self.data.coalesce(1).sortWithinPartitions(TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
 
     def values(self) -> DataFrame:
-        """The records' values: the topic's own columns, without key, headers or any other `__` column."""
-        from connect_core.sdk.transforms import column
+        """The records' values: the topic's own columns, without key, headers or any other record part."""
+        from connect_core.sdk.transforms import column, is_value_column
 
-        return self.data.select(*[column(c) for c in self.data.columns if not c.startswith("__")])
+        return self.data.select(*[column(c) for c in self.data.columns if is_value_column(c)])

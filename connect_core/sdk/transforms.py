@@ -1,8 +1,9 @@
 """What a transformation or predicate plugin implements: Kafka Connect's Single Message Transforms,
 over a whole batch at once.
 
-A record is a row. Its **value** is the row's own columns (every column whose name does not start
-with `__`); beside them a row carries Kafka's other record parts in reserved columns:
+A record is a row. Its **value** is the row's own columns; beside them a row carries Kafka's other
+record parts in reserved columns (`RESERVED_COLUMNS`: these, and `__connect_…` for the runtime's
+own); other names starting with `__` are value fields like any (Debezium's `__deleted`, `__op`):
 
 | column          | Kafka record part | type                                        |
 |-----------------|-------------------|---------------------------------------------|
@@ -42,6 +43,7 @@ __all__ = [
     "HEADERS_COLUMN",
     "KEY_COLUMN",
     "RECORD_COLUMNS",
+    "RESERVED_COLUMNS",
     "TIMESTAMP_COLUMN",
     "TOMBSTONE_COLUMN",
     "DataError",
@@ -59,6 +61,10 @@ TIMESTAMP_COLUMN = "__timestamp"
 TOMBSTONE_COLUMN = "__tombstone"
 #: The record parts a row may carry besides its value (sources may set them; the runtime keeps them).
 RECORD_COLUMNS = (KEY_COLUMN, HEADERS_COLUMN, TIMESTAMP_COLUMN, TOMBSTONE_COLUMN)
+#: Every name that is not a value field: the record parts, the topic coordinates, and the columns
+#: a topic's files keep for the runtime (`__run`, `__seq`: which run wrote a row, in what order).
+RESERVED_COLUMNS = frozenset((*RECORD_COLUMNS, "__topic", "__partition", "__offset", "__run", "__seq"))
+_RUNTIME_PREFIX = "__connect_"  # the runtime's working columns (staging, errant records)
 
 
 def column(name: str) -> Column:
@@ -70,7 +76,7 @@ def column(name: str) -> Column:
 
 def is_value_column(name: str) -> bool:
     """Whether the column `name` is part of a record's value (and not a record part the runtime keeps)."""
-    return not name.startswith("__")
+    return name not in RESERVED_COLUMNS and not name.startswith(_RUNTIME_PREFIX)
 
 
 class TransformConfig(BaseModel):

@@ -109,12 +109,12 @@ def arrow_replace(batch: pa.RecordBatch, name: str, column: pa.Array) -> dict[st
 
 
 def check_value_names(part: Part, names: list[str]) -> list[str]:
-    """Value columns named `__…` would be read back as record parts (`__key`, `__topic`), not fields."""
+    """Value columns named as record parts (`__key`, `__topic`) would be read back as those parts."""
     reserved = [n for n in names if not is_value_column(n)] if part == "value" else []
     if reserved:
         raise DataError(
-            f"the record value would get field(s) {', '.join(f'`{n}`' for n in reserved)}; names starting with "
-            "`__` are kept for record parts: rename them first (ReplaceField `renames`)"
+            f"the record value would get field(s) {', '.join(f'`{n}`' for n in reserved)}, names kept for "
+            "record parts (`__key`, `__topic`, … and `__connect_…`): rename them first (ReplaceField `renames`)"
         )
     return names
 

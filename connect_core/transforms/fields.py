@@ -136,14 +136,14 @@ T = TypeVar("T")
 
 
 def _check_value_names(part: Part, names: Iterable[str]) -> None:
-    """A value field named `__…` would be read back as a record part (`__key`, `__topic`), not a field."""
+    """A value field named as a record part (`__key`, `__topic`) would be read back as that part."""
     if part != "value":
         return
     reserved = [name for name in names if not is_value_column(name)]
     if reserved:
         raise DataError(
-            f"value field name(s) {', '.join(f'`{n}`' for n in reserved)} start with `__`, which is kept for "
-            "record parts (`__key`, `__topic`, …); choose names without that prefix"
+            f"value field name(s) {', '.join(f'`{n}`' for n in reserved)} are kept for record parts "
+            "(`__key`, `__topic`, … and `__connect_…`); choose other names"
         )
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from connect_core.connectors.jdbc.dialect import parse_identifier
 from connect_core.sdk import ArrowRecords
 from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.transforms import is_value_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -143,7 +144,7 @@ def layout(topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str) -> Layou
     from pyspark.sql import functions as F
 
     table = parse_identifier(cfg.table_name_format.replace("${topic}", target), "table")
-    values = [f.name for f in df.schema.fields if not f.name.startswith("__")]
+    values = [f.name for f in df.schema.fields if is_value_column(f.name)]
     from_key: list[str] = []
     if cfg.pk_mode == "record_key":
         keys = key_fields(topic, df, list(cfg.pk_fields))
