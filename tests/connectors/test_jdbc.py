@@ -187,7 +187,8 @@ def _work_in(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     few rows through Spark's Python workers, as a big table goes."""
     if where == "workers":
         monkeypatch.setattr("connect_core.connectors.jdbc.source.DRIVER_MAX_ROWS", 0)
-        monkeypatch.setattr("connect_core.runtime.topics.segments.DRIVER_MAX_ROWS", 0)
+        monkeypatch.setattr("connect_core.sdk.records.DRIVER_MAX_ROWS", 0)
+        monkeypatch.setattr("connect_core.sdk.records.CONNECT_DRIVER_MAX_ROWS", 0)
 
 
 @pytest.mark.parametrize(

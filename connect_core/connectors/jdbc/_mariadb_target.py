@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from connect_core.connectors.jdbc._staging import (
+    STAGE_DELETED,
     STAGE_OFFSET,
     STAGE_PARTITION,
     ArrowStaged,
@@ -36,6 +37,7 @@ from connect_core.connectors.jdbc._staging import (
     next_offsets,
     run_copy,
     stager,
+    tombstones_refused,
     where_text,
 )
 from connect_core.connectors.jdbc.dialect import dialect_for
@@ -43,6 +45,7 @@ from connect_core.connectors.jdbc.types import mariadb_type
 from connect_core.runtime.execution import _faults
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, RetriableError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
+from connect_core.sdk.transforms import TOMBSTONE_COLUMN
 
 if TYPE_CHECKING:
     import logging
@@ -134,9 +137,11 @@ class MariaDbTarget:
         self.host = dialect.host
         self.quote = dialect.quote
         self.stage = f"`{stage}`"
+        self.tolerant = False
 
     def open(self, committed: Mapping[TopicPartition, CommittedOffset], tolerant: bool) -> dict[TopicPartition, int]:
         """Make the sink's tables if needed, drop a staging table a dead run left; the offsets applied."""
+        self.tolerant = tolerant
         with _transaction(self.args, self.host) as cur:
             cur.execute(OFFSETS_DDL)
             cur.execute(f"DROP TABLE IF EXISTS {self.stage}")
@@ -168,13 +173,22 @@ class MariaDbTarget:
         """The rows in the staged layout: as pyarrow reads the topic's files where it can."""
         from pyspark.sql import functions as F
 
+        tombstones = self._tombstones(layout)
         if records is not None:
-            return ArrowStaged(records, stager(layout.columns, self.cfg.pk_mode == "kafka", applied, layout.from_key))
+            stage = stager(layout.columns, self.cfg.pk_mode == "kafka", applied, layout.from_key, deleted=tombstones)
+            return ArrowStaged(records, stage)
+        flags = [F.coalesce(F.col(TOMBSTONE_COLUMN), F.lit(False)).alias(STAGE_DELETED)] if tombstones else []
         return layout.df.select(
             *[F.col(c) for c in layout.columns],
+            *flags,
             F.col("__partition").alias(STAGE_PARTITION),
             F.col("__offset").alias(STAGE_OFFSET),
         )
+
+    def _tombstones(self, layout: Layout) -> bool:
+        """Whether tombstones are staged, to be deleted or refused (not while tolerating bad rows:
+        `delete.enabled` cannot be configured with it)."""
+        return TOMBSTONE_COLUMN in layout.df.columns and not self.tolerant
 
     def write(
         self, topic: str, layout: Layout, staged: DataFrame | ArrowStaged, tolerant: bool
@@ -182,30 +196,28 @@ class MariaDbTarget:
         """Stage and merge `topic`'s rows; (rows written, rows set aside)."""
         table = self.quote(layout.table)
         known = self._ensure_table(layout)
-        self._create_stage(layout)
+        tombstones = self._tombstones(layout)
+        self._create_stage(layout, tombstones)
         started = time.monotonic()
-        insert = (
-            f"INSERT INTO {self.stage} ({', '.join(map(self.quote, layout.columns))}, {_P}, {_O}) "
-            f"VALUES ({', '.join(['%s'] * (len(layout.columns) + 2))})"
-        )
-        names = ", ".join([*map(self.quote, layout.columns), _P, _O])
+        staged_names = [*map(self.quote, layout.columns), *([STAGE_DELETED] if tombstones else []), _P, _O]
+        names = ", ".join(staged_names)
+        insert = f"INSERT INTO {self.stage} ({names}) VALUES ({', '.join(['%s'] * len(staged_names))})"
         load = (
             f"LOAD DATA LOCAL INFILE %s INTO TABLE {self.stage} CHARACTER SET utf8mb4 "
             f"FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' ({names})"
         )
-        reached = run_copy(staged, copier(_inserter(self.args, self.host, insert, load), len(layout.columns) + 2))
+        reached = run_copy(staged, copier(_inserter(self.args, self.host, insert, load), len(staged_names)))
         staged_rows = sum(r["n"] for r in reached)
         stage_s = time.monotonic() - started
         _faults.checkpoint("mid_sink")  # staged in the target database, not merged
-        merge = _merge_sql(
-            self.cfg.insert_mode,
-            table,
-            self.stage,
-            [self.quote(c) for c in layout.columns],
-            [self.quote(k) for k in layout.keys],
-        )
+        keys = [self.quote(k) for k in layout.keys]
         bad: list[BadRow] = []
         with _transaction(self.args, self.host) as cur:
+            deleted = self._apply_tombstones(cur, topic, table, keys) if tombstones else 0
+            staged_rows -= deleted
+            merge = _merge_sql(
+                self.cfg.insert_mode, table, self.stage, [self.quote(c) for c in layout.columns], keys, deleted > 0
+            )
             if tolerant:
                 bad = _quarantine(cur, table, self.stage, layout, known, self.cfg.insert_mode, self.quote)
                 bad += _merge_in_chunks(cur, merge, self.stage)
@@ -238,6 +250,27 @@ class MariaDbTarget:
             f", {len(bad)} set aside (errors.tolerance=all)" if bad else "",
         )
         return written, bad
+
+    def _apply_tombstones(self, cur: Any, topic: str, table: str, keys: list[str]) -> int:
+        """Delete the rows whose key's newest staged record is a tombstone (`delete.enabled`); without
+        it a staged tombstone fails the batch, as Kafka's JDBC sink fails on a null value. Returns
+        the number of tombstones staged."""
+        cur.execute(f"SELECT count(*) FROM {self.stage} WHERE {STAGE_DELETED}")
+        found = int(cur.fetchone()[0])
+        if not found:
+            return 0
+        if not self.cfg.delete_enabled:
+            raise DataError(tombstones_refused(topic, found))
+        key_list = ", ".join(keys)
+        newest = (
+            f"SELECT {key_list}, {STAGE_DELETED} FROM (SELECT {key_list}, {STAGE_DELETED}, ROW_NUMBER() OVER "
+            f"(PARTITION BY {key_list} ORDER BY {_P} DESC, {_O} DESC) AS __connect_rank FROM {self.stage}) AS ranked "
+            "WHERE __connect_rank = 1"
+        )
+        match = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+        cur.execute(f"DELETE t FROM {table} AS t JOIN ({newest}) AS s ON {match} WHERE s.{STAGE_DELETED}")
+        self.log.info("%s: %d row(s) deleted for %d tombstone(s)", topic, cur.rowcount, found)
+        return found
 
     def _first_bad(self, cur: Any, topic: str, merge: str) -> DataError:
         """`errors.tolerance=none`: the first row the merge refuses, found as `all` would, all undone."""
@@ -285,9 +318,11 @@ class MariaDbTarget:
                 cur.execute(f"ALTER TABLE {table} ADD COLUMN {self.quote(c)} {wanted[c]}")
             return _columns(cur, layout.table) if lacking else have
 
-    def _create_stage(self, layout: Layout) -> None:
+    def _create_stage(self, layout: Layout, tombstones: bool) -> None:
         schema = layout.df.schema
         defs = [f"{self.quote(c)} {mariadb_type(schema[c])} NULL" for c in layout.columns]
+        if tombstones:
+            defs.append(f"{STAGE_DELETED} BOOLEAN NOT NULL")
         with _transaction(self.args, self.host) as cur:
             cur.execute(f"DROP TABLE IF EXISTS {self.stage}")
             cur.execute(
@@ -387,11 +422,27 @@ def _python_rows(batch: Any) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True))
 
 
-def _merge_sql(mode: str, table: str, stage: str, columns: list[str], keys: list[str]) -> str:
-    """The statement merging the staged rows `{where}` selects into `table`, in offset order."""
+def _merge_sql(mode: str, table: str, stage: str, columns: list[str], keys: list[str], tombstones: bool = False) -> str:
+    """The statement merging the staged rows `{where}` selects into `table`, in offset order; with
+    `tombstones`, each key's newest row unless it is a tombstone (whose row was deleted)."""
     cols = ", ".join(columns)
-    rows = f"SELECT {cols} FROM {stage} WHERE {{where}} ORDER BY {_P}, {_O}"
     others = [c for c in columns if c not in keys]
+    if tombstones:
+        key_list = ", ".join(keys)
+        rows = (
+            f"SELECT {cols} FROM (SELECT {cols}, {STAGE_DELETED}, ROW_NUMBER() OVER (PARTITION BY {key_list} "
+            f"ORDER BY {_P} DESC, {_O} DESC) AS __connect_rank FROM {stage} WHERE {{where}}) AS ranked "
+            f"WHERE __connect_rank = 1 AND NOT {STAGE_DELETED}"
+        )
+        if mode == "update":
+            match = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+            assignments = ", ".join(f"t.{c} = s.{c}" for c in others) or f"t.{keys[0]} = s.{keys[0]}"
+            return f"UPDATE {table} AS t JOIN ({rows}) AS s ON {match} SET {assignments}"
+        upsert = ", ".join(f"{c} = VALUES({c})" for c in others or keys[:1])
+        return f"INSERT INTO {table} ({cols}) {rows}" + (
+            f" ON DUPLICATE KEY UPDATE {upsert}" if mode == "upsert" else ""
+        )
+    rows = f"SELECT {cols} FROM {stage} WHERE {{where}} ORDER BY {_P}, {_O}"
     if mode == "insert":
         return f"INSERT INTO {table} ({cols}) {rows}"
     if mode == "upsert":

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from connect_core.connectors.jdbc.dialect import parse_identifier
 from connect_core.sdk import ArrowRecords
 from connect_core.sdk.errors import ConfigError
-from connect_core.sdk.transforms import is_value_column
+from connect_core.sdk.transforms import TOMBSTONE_COLUMN, is_value_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -20,21 +20,26 @@ if TYPE_CHECKING:
 __all__ = [
     "COPIED",
     "KAFKA_PK",
+    "STAGE_DELETED",
     "STAGE_OFFSET",
     "STAGE_PARTITION",
     "ArrowStaged",
     "Layout",
+    "TombstoneSeen",
     "copier",
     "key_fields",
     "layout",
     "next_offsets",
     "run_copy",
     "stager",
+    "tombstones_refused",
     "where_text",
 ]
 
 KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
 STAGE_PARTITION, STAGE_OFFSET = "__connect_stage_partition", "__connect_stage_offset"
+#: True for a tombstone (a record whose value is null): staged before the partition and offset
+STAGE_DELETED = "__connect_stage_deleted"
 _P, _O = STAGE_PARTITION, STAGE_OFFSET
 
 
@@ -63,9 +68,16 @@ def run_copy(staged: DataFrame | ArrowStaged, copy: Any, schema: str = COPIED) -
     return [r.asDict() for r in staged.mapInArrow(copy, schema).collect()]
 
 
-def stager(columns: list[str], kafka: bool, applied: dict[int, int], from_key: list[str] | None = None) -> Any:
-    """Topic batches → the staged layout (`columns`, partition, offset), rows already applied dropped;
-    the columns in `from_key` are fields of the record's key."""
+def stager(
+    columns: list[str],
+    kafka: bool,
+    applied: dict[int, int],
+    from_key: list[str] | None = None,
+    *,
+    deleted: bool = False,
+) -> Any:
+    """Topic batches → the staged layout (`columns`, [`STAGE_DELETED` when `deleted`,] partition,
+    offset), rows already applied dropped; the columns in `from_key` are fields of the record's key."""
     keyed_columns = set(from_key or ())
     source = {KAFKA_PK[0]: "__topic", KAFKA_PK[1]: "__partition", KAFKA_PK[2]: "__offset"} if kafka else {}
 
@@ -86,25 +98,37 @@ def stager(columns: list[str], kafka: bool, applied: dict[int, int], from_key: l
                 batch.column("__key").field(c) if c in keyed_columns else batch.column(source.get(c, c))
                 for c in columns
             ]
+            names = [*columns, _P, _O]
+            if deleted:
+                arrays.append(_tombstones(batch))
+                names.insert(len(columns), STAGE_DELETED)
             yield pa.RecordBatch.from_arrays(
-                [*arrays, batch.column("__partition"), batch.column("__offset")], names=[*columns, _P, _O]
+                [*arrays, batch.column("__partition"), batch.column("__offset")], names=names
             )
 
     return stage
 
 
-def copier(write: Any, width: int) -> Any:
+class TombstoneSeen(Exception):
+    """A writer that cannot apply tombstones met one (the caller takes the merge path)."""
+
+
+def copier(write: Any, width: int, *, refuse_tombstones: bool = False) -> Any:
     """The function every Spark partition runs: the first `width` columns of its Arrow batches go
-    to `write` (one COPY); yields, per topic partition it saw, the largest offset and the row count."""
+    to `write` (one COPY); yields, per topic partition it saw, the largest offset and the row count.
+    With `refuse_tombstones`, a staged tombstone (`STAGE_DELETED`) raises `TombstoneSeen`."""
 
     def copy(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         seen: dict[int, tuple[int, int]] = {}
 
         def rows() -> Iterator[Any]:
             for batch in batches:
                 if batch.num_rows:
+                    if refuse_tombstones and pc.any(batch.column(STAGE_DELETED)).as_py():
+                        raise TombstoneSeen(f"a tombstone at offset {_first_tombstone(batch)}")
                     note_offsets(batch, seen)
                     yield batch.select(list(range(width)))
 
@@ -115,6 +139,32 @@ def copier(write: Any, width: int) -> Any:
         )
 
     return copy
+
+
+def tombstones_refused(topic: str, found: int) -> str:
+    """Why a batch with tombstones fails when `delete.enabled` is off (Kafka's JDBC sink fails too)."""
+    return (
+        f"topic `{topic}` has {found} tombstone(s) (records whose value is null, as a CDC source's deletes) and "
+        "`delete.enabled` is false: set `delete.enabled=true` (with `pk.mode=record_key`) to delete their rows, "
+        "or drop them first (the Filter transform with the RecordIsTombstone predicate)"
+    )
+
+
+def _tombstones(batch: Any) -> Any:
+    """A topic batch's tombstone flags, never null (false where the batch has no `__tombstone`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if TOMBSTONE_COLUMN not in batch.schema.names:
+        return pa.repeat(pa.scalar(False), batch.num_rows)
+    return pc.fill_null(batch.column(TOMBSTONE_COLUMN), False)
+
+
+def _first_tombstone(batch: Any) -> str:
+    import pyarrow.compute as pc
+
+    at = pc.index(batch.column(STAGE_DELETED), True).as_py()
+    return f"{batch.column(_P)[at].as_py()}/{batch.column(_O)[at].as_py()}"
 
 
 def note_offsets(batch: Any, seen: dict[int, tuple[int, int]]) -> None:
@@ -142,9 +192,16 @@ class Layout(NamedTuple):
 def layout(topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str) -> Layout:
     """The layout of `topic`'s rows, whose records now name the topic `target` (after routers)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     table = parse_identifier(cfg.table_name_format.replace("${topic}", target), "table")
     values = [f.name for f in df.schema.fields if is_value_column(f.name)]
+    if {"before", "after", "op"} <= set(values) and isinstance(df.schema["after"].dataType, StructType):
+        raise ConfigError(
+            f"topic `{topic}` holds change events in Debezium's envelope (before/after/op), not rows: add the "
+            "ExtractNewRecordState transform (`transforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState`)"
+            " to write each event's row, and `delete.enabled=true` with `pk.mode=record_key` to apply deletes"
+        )
     from_key: list[str] = []
     if cfg.pk_mode == "record_key":
         keys = key_fields(topic, df, list(cfg.pk_fields))

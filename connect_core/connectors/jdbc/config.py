@@ -137,6 +137,14 @@ class JdbcSinkConfig(SinkConnectorConfig, JdbcConnectionConfig):
         alias="pk.fields",
         description="Key columns: of the value (record_value), or of the key's fields (record_key; default all).",
     )
+    delete_enabled: bool = Field(
+        default=False,
+        alias="delete.enabled",
+        description=(
+            "Delete the row of a tombstone's key (a record whose value is null: a CDC source's delete). "
+            "Needs pk.mode record_key. Off, a tombstone fails the task."
+        ),
+    )
     auto_create: bool = Field(default=False, alias="auto.create", description="Create a missing target table.")
     auto_evolve: bool = Field(default=False, alias="auto.evolve", description="Add columns the table lacks.")
     table_name_format: str = Field(
@@ -151,6 +159,10 @@ class JdbcSinkConfig(SinkConnectorConfig, JdbcConnectionConfig):
             )
         if self.insert_mode in ("upsert", "update") and self.pk_mode == "none":
             raise ValueError(f"insert.mode `{self.insert_mode}` needs a key: set `pk.mode`")
+        if self.delete_enabled and self.pk_mode != "record_key":
+            raise ValueError("delete.enabled needs pk.mode `record_key`: a tombstone carries only its key")
+        if self.delete_enabled and self.errors_tolerance == "all":
+            raise ValueError("delete.enabled does not work with errors.tolerance `all` yet: set one of them")
         if self.pk_mode == "record_value" and not self.pk_fields:
             raise ValueError("pk.mode `record_value` needs `pk.fields`")
         for column in self.pk_fields:

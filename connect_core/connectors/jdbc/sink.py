@@ -22,13 +22,16 @@ from connect_core.connectors.jdbc import _pgcopy, _staging, _tolerant
 from connect_core.connectors.jdbc._mariadb_target import MariaDbTarget
 from connect_core.connectors.jdbc._mariadb_target import alter_offsets as mariadb_alter_offsets
 from connect_core.connectors.jdbc._staging import (
+    STAGE_DELETED,
     STAGE_OFFSET,
     STAGE_PARTITION,
     ArrowStaged,
     Layout,
+    TombstoneSeen,
     copier,
     run_copy,
     stager,
+    tombstones_refused,
     where_text,
 )
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
@@ -38,6 +41,7 @@ from connect_core.runtime.execution import _faults
 from connect_core.sdk import ArrowRecords, ErrantRecords, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError, DataError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
+from connect_core.sdk.transforms import TOMBSTONE_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["JdbcSinkConnector", "JdbcSinkTask"]
 
 OFFSETS_TABLE = "connect_sink_offsets"
-_P, _O = STAGE_PARTITION, STAGE_OFFSET
+_P, _O, _D = STAGE_PARTITION, STAGE_OFFSET, STAGE_DELETED
 
 
 class JdbcSinkTask(SinkTask):
@@ -178,12 +182,19 @@ class JdbcSinkTask(SinkTask):
             ]
         else:
             out = [F.col(c) for c in columns]
+        # Tombstones are staged as such: deleted (`delete.enabled`) or refused. (Tolerating bad rows
+        # and deleting cannot be configured together.)
+        tombstones = TOMBSTONE_COLUMN in df.columns and not tolerant
+        if tombstones:
+            out.append(F.coalesce(F.col(TOMBSTONE_COLUMN), F.lit(False)).alias(_D))
         staged: Any = df.select(*out, F.col("__partition").alias(_P), F.col("__offset").alias(_O))
         binary_columns = any(isinstance(df.schema[c].dataType, BinaryType) for c in columns)
         if records is not None and (plan is not None or (tolerant and not binary_columns)):
             # COPY of the topic's files as pyarrow reads them (binary; CSV when tolerating bad rows,
             # unless BYTEA needs Spark's hex text): no JVM between file and database.
-            staged = ArrowStaged(records, stager(columns, cfg.pk_mode == "kafka", applied, layout.from_key))
+            staged = ArrowStaged(
+                records, stager(columns, cfg.pk_mode == "kafka", applied, layout.from_key, deleted=tombstones)
+            )
         if tolerant:
             done = None
             if cfg.insert_mode == "upsert" and self._is_empty(table):
@@ -193,10 +204,10 @@ class JdbcSinkTask(SinkTask):
                 self._report(topic, read, bad, records)
             return copied
         if cfg.insert_mode == "upsert" and self._is_empty(table):
-            direct = self._copy_direct(topic, table, staged, columns, plan)
+            direct = self._copy_direct(topic, table, staged, columns, plan, tombstones)
             if direct is not None:
                 return direct
-        return self._copy_and_merge(topic, table, staged, columns, keys, plan)
+        return self._copy_and_merge(topic, table, staged, columns, keys, plan, tombstones)
 
     def _binary_plan(self, table: Any, df: DataFrame, columns: list[str]) -> dict[str, str] | None:
         """Binary COPY (through ADBC) when every column's type has the same kind of value in the
@@ -225,7 +236,13 @@ class JdbcSinkTask(SinkTask):
             return bool(cur.fetchone()[0])
 
     def _copy_direct(
-        self, topic: str, table: Any, staged: DataFrame | ArrowStaged, columns: list[str], plan: dict[str, str] | None
+        self,
+        topic: str,
+        table: Any,
+        staged: DataFrame | ArrowStaged,
+        columns: list[str],
+        plan: dict[str, str] | None,
+        tombstones: bool,
     ) -> int | None:
         """An upsert into an empty table: every Spark partition COPYs straight into it, in its own
         transaction; then one transaction records the offsets. Nothing to merge with, so no staging.
@@ -234,13 +251,17 @@ class JdbcSinkTask(SinkTask):
         the partitions that committed hold rows of this batch only, and the whole batch goes through
         the merge path next (this run, or the rerun, which finds the table no longer empty): an
         upsert of the whole batch overwrites them with each key's newest row, so nothing is lost
-        or duplicated. Returns None when the merge path must run."""
+        or duplicated. A tombstone, too, sends the batch to the merge path, which deletes (or refuses)
+        it. Returns None when the merge path must run."""
         writer = self._writer(table, columns, plan)
         started = time.monotonic()
         try:
-            reached = run_copy(staged, copier(writer, len(columns)))
+            reached = run_copy(staged, copier(writer, len(columns), refuse_tombstones=tombstones))
         except Exception as exc:
-            self.log.warning("%s: COPY into the empty table failed (%s); merging the batch instead", topic, exc)
+            if isinstance(exc, TombstoneSeen) or TombstoneSeen.__name__ in str(exc):
+                self.log.info("%s: the batch holds tombstones; merging it", topic)
+            else:
+                self.log.warning("%s: COPY into the empty table failed (%s); merging the batch instead", topic, exc)
             return None
         copied = sum(r["n"] for r in reached)
         with self._connect() as conn, conn.cursor() as cur:
@@ -314,23 +335,27 @@ class JdbcSinkTask(SinkTask):
         columns: list[str],
         keys: list[str],
         plan: dict[str, str] | None,
+        tombstones: bool = False,
     ) -> int:
         """COPY into an unlogged staging table from every partition, then one transaction merges it
-        into the target and records the offsets."""
+        into the target (deleting the rows of tombstones' keys) and records the offsets."""
         from psycopg2 import sql
 
         ident = sql.Identifier
         with self._connect() as conn, conn.cursor() as cur:
-            self._create_stage(cur, table, columns)
-        stage_plan = None if plan is None else {**plan, _P: "integer", _O: "bigint"}
-        writer = self._writer(self.stage, [*columns, _P, _O], stage_plan)
+            self._create_stage(cur, table, columns, tombstones)
+        flags = [_D] if tombstones else []
+        stage_plan = None if plan is None else {**plan, **dict.fromkeys(flags, "boolean"), _P: "integer", _O: "bigint"}
+        writer = self._writer(self.stage, [*columns, *flags, _P, _O], stage_plan)
         started = time.monotonic()
-        reached = run_copy(staged, copier(writer, len(columns) + 2))
+        reached = run_copy(staged, copier(writer, len(columns) + len(flags) + 2))
         copied = sum(r["n"] for r in reached)
         copy_s = time.monotonic() - started
         _faults.checkpoint("mid_sink")  # staged in the target database, not merged
         with self._connect() as conn, conn.cursor() as cur:
-            _run_merge(cur, self.cfg.insert_mode, table, self.stage, columns, keys)
+            found = self._apply_tombstones(cur, topic, table, keys) if tombstones else 0
+            copied -= found
+            _run_merge(cur, self.cfg.insert_mode, table, self.stage, columns, keys, found > 0)
             self._record_offsets(cur, topic, reached)
             cur.execute(sql.SQL("DROP TABLE {}").format(ident(self.stage)))
         self.log.info(
@@ -391,7 +416,7 @@ class JdbcSinkTask(SinkTask):
         self.log.info("%s: %d row(s) written, %d set aside (errors.tolerance=all)", topic, copied, len(bad))
         return copied, bad
 
-    def _create_stage(self, cur: Any, table: Any, columns: list[str]) -> None:
+    def _create_stage(self, cur: Any, table: Any, columns: list[str], tombstones: bool = False) -> None:
         from psycopg2 import sql
 
         ident = sql.Identifier
@@ -400,11 +425,46 @@ class JdbcSinkTask(SinkTask):
                 ident(self.stage), sql.SQL(", ").join(map(ident, columns)), table
             )
         )
+        if tombstones:
+            cur.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} boolean").format(ident(self.stage), ident(_D)))
         cur.execute(
             sql.SQL("ALTER TABLE {} ADD COLUMN {} int, ADD COLUMN {} bigint").format(
                 ident(self.stage), ident(_P), ident(_O)
             )
         )
+
+    def _apply_tombstones(self, cur: Any, topic: str, table: Any, keys: list[str]) -> int:
+        """Delete the rows whose key's newest staged record is a tombstone (`delete.enabled`), in the
+        merge's transaction; without `delete.enabled` a staged tombstone fails the batch, as Kafka's
+        JDBC sink fails on a null value. Returns the number of tombstones staged."""
+        from psycopg2 import sql
+
+        ident = sql.Identifier
+        cur.execute(sql.SQL("SELECT count(*) FROM {} WHERE {}").format(ident(self.stage), ident(_D)))
+        found = int(cur.fetchone()[0])
+        if not found:
+            return 0
+        if not self.cfg.delete_enabled:
+            raise DataError(tombstones_refused(topic, found))
+        key_list = sql.SQL(", ").join(map(ident, keys))
+        cur.execute(
+            sql.SQL(
+                "DELETE FROM {} AS t USING (SELECT DISTINCT ON ({}) {}, {} FROM {} ORDER BY {}, {} DESC) AS s "
+                "WHERE s.{} AND {}"
+            ).format(
+                table,
+                key_list,
+                key_list,
+                ident(_D),
+                ident(self.stage),
+                key_list,
+                ident(_O),
+                ident(_D),
+                sql.SQL(" AND ").join(sql.SQL("t.{} = s.{}").format(ident(k), ident(k)) for k in keys),
+            )
+        )
+        self.log.info("%s: %d row(s) deleted for %d tombstone(s)", topic, cur.rowcount, found)
+        return found
 
     def _record_offsets(self, cur: Any, topic: str, reached: list[Any]) -> None:
         """The next offset of every topic partition written, in the target's transaction."""
@@ -482,12 +542,18 @@ def _table_ident(name: str) -> Any:
     return sql.Identifier(*parse_identifier(name, "table"))
 
 
-def _run_merge(cur: Any, mode: str, table: Any, stage: str, columns: list[str], keys: list[str]) -> None:
+def _run_merge(
+    cur: Any, mode: str, table: Any, stage: str, columns: list[str], keys: list[str], tombstones: bool = False
+) -> None:
     """Merge the staged rows. An upsert first goes without de-duplicating (no sort of the batch);
     only when a key occurs twice in the batch (PostgreSQL refuses to update a row twice in one
-    statement) is it redone keeping the newest offset per key."""
+    statement) is it redone keeping the newest offset per key. With tombstones staged, each key's
+    newest record is merged unless it is a tombstone (its row was deleted)."""
     import psycopg2.errors
 
+    if tombstones:
+        cur.execute(_merge(mode, table, stage, columns, keys, dedupe=True, tombstones=True))
+        return
     if mode != "upsert":
         cur.execute(_merge(mode, table, stage, columns, keys, dedupe=True))
         return
@@ -500,24 +566,40 @@ def _run_merge(cur: Any, mode: str, table: Any, stage: str, columns: list[str], 
 
 
 def _merge(
-    mode: str, table: Any, stage: str, columns: list[str], keys: list[str], *, dedupe: bool, where: Any = None
+    mode: str,
+    table: Any,
+    stage: str,
+    columns: list[str],
+    keys: list[str],
+    *,
+    dedupe: bool,
+    where: Any = None,
+    tombstones: bool = False,
 ) -> Any:
-    """The statement merging the staged rows (those `where` selects, if given) into `table`."""
+    """The statement merging the staged rows (those `where` selects, if given) into `table`; with
+    `tombstones`, each key's newest row unless that is a tombstone."""
     from psycopg2 import sql
 
     ident = sql.Identifier
     cols = sql.SQL(", ").join(map(ident, columns))
     rows = where if where is not None else sql.SQL("TRUE")
-    if mode == "insert":
-        return sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}").format(table, cols, cols, ident(stage), rows)
     key_list = sql.SQL(", ").join(map(ident, keys))
-    latest = (
-        sql.SQL("SELECT DISTINCT ON ({}) {} FROM {} WHERE {} ORDER BY {}, {} DESC").format(
-            key_list, cols, ident(stage), rows, key_list, ident(_O)
+    if tombstones:
+        latest = sql.SQL(
+            "SELECT {} FROM (SELECT DISTINCT ON ({}) {}, {} FROM {} WHERE {} ORDER BY {}, {} DESC) AS n WHERE NOT {}"
+        ).format(cols, key_list, cols, ident(_D), ident(stage), rows, key_list, ident(_O), ident(_D))
+        if mode == "insert":
+            return sql.SQL("INSERT INTO {} ({}) {}").format(table, cols, latest)
+    elif mode == "insert":
+        return sql.SQL("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}").format(table, cols, cols, ident(stage), rows)
+    else:
+        latest = (
+            sql.SQL("SELECT DISTINCT ON ({}) {} FROM {} WHERE {} ORDER BY {}, {} DESC").format(
+                key_list, cols, ident(stage), rows, key_list, ident(_O)
+            )
+            if dedupe
+            else sql.SQL("SELECT {} FROM {} WHERE {}").format(cols, ident(stage), rows)
         )
-        if dedupe
-        else sql.SQL("SELECT {} FROM {} WHERE {}").format(cols, ident(stage), rows)
-    )
     others = [c for c in columns if c not in keys]
     if mode == "upsert":
         action = (

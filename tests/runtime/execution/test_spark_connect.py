@@ -147,7 +147,8 @@ def test_a_postgres_to_postgres_sync_is_value_for_value_and_incremental(
     does not read); written by the JDBC sink."""
     if where == "workers":
         monkeypatch.setattr("connect_core.connectors.jdbc.source.DRIVER_MAX_ROWS", 0)
-        monkeypatch.setattr("connect_core.runtime.topics.segments.DRIVER_MAX_ROWS", 0)
+        monkeypatch.setattr("connect_core.sdk.records.DRIVER_MAX_ROWS", 0)
+        monkeypatch.setattr("connect_core.sdk.records.CONNECT_DRIVER_MAX_ROWS", 0)
     extra = ", flag bit(1)" if where == "jdbc-reader" else ""
     postgres.execute(
         f"CREATE TABLE orders (id bigint PRIMARY KEY, name text, amount numeric(12,2), updated_at timestamp(6){extra})",
