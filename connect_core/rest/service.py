@@ -449,7 +449,7 @@ class ConnectService:
         return self.info(name)
 
     def delete(self, name: str) -> None:
-        self.rt.connectors.delete(name)
+        self.rt.delete_connector(name)
         self._changed()
 
     def set_state(self, name: str, state: str) -> str | None:

@@ -92,6 +92,17 @@ class Runtime:
         self.place_new_work(name)
         return info
 
+    def delete_connector(self, name: str) -> None:
+        """Delete the connector (positions and offsets stay, as in Kafka Connect), then let its plugin
+        release what it holds outside (`Connector.deleted`): best effort, the delete stands."""
+        info = self.connectors.get(name)
+        self.connectors.delete(name)
+        try:
+            plugin: Any = self.registry.resolve(info.connector_class).cls
+            plugin().deleted(name, plugin.config_model.model_validate(self.providers.resolve(info.config)))
+        except Exception as exc:
+            log.warning("connector %s deleted, but its plugin could not release what it holds: %s", name, exc)
+
     def spark_conf_for(self, name: str) -> dict[str, str]:
         """The Spark settings the connector's plugin asks for (e.g. its JDBC driver's jar)."""
         info = self.connectors.get(name)

@@ -73,6 +73,11 @@ class Connector(ABC, Generic[ConfigT]):
     def task_configs(self, config: ConfigT, max_tasks: int) -> list[dict[str, Any]]:
         """Split the connector into at most `max_tasks` task configs (JSON-serialisable)."""
 
+    def deleted(self, name: str, config: ConfigT) -> None:
+        """Called once the connector `name` is deleted (Kafka calls `Connector.stop`): release what it
+        holds outside this runtime when its config says so (a replication slot). The delete stands
+        whatever this does; an error is logged with the connector's name."""
+
     def spark_conf(self, config: ConfigT) -> dict[str, str]:
         """Spark settings every run of this connector needs, given to spark-submit
         (e.g. `spark.jars` with a JDBC driver). `spark.jars` lists are merged with the pool's."""

@@ -23,6 +23,7 @@ not touched by an update) is `__debezium_unavailable_value`; with FULL, both are
 
 from __future__ import annotations
 
+import logging
 import re
 import select
 import time
@@ -487,3 +488,14 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
 
     def output_topics(self, config: PostgresCdcConfig) -> list[str]:
         return []  # one per captured table, known only from the database
+
+    def deleted(self, name: str, config: PostgresCdcConfig) -> None:
+        """`slot.drop.on.stop`: drop the connector's slot, so it holds no WAL any more (Debezium drops
+        it when the connector stops; here the connector is gone, so it stops for good). A run still
+        streaming from it makes the drop fail: the warning says so, and the slot stays."""
+        if not config.slot_drop_on_stop:
+            return
+        with _connect(config) as conn:
+            if _slot(conn, config.slot_name) is not None:
+                _drop_slot(conn, config.slot_name)
+                logging.getLogger("connect").info("connector %s: slot `%s` dropped", name, config.slot_name)

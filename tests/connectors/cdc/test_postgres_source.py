@@ -136,3 +136,17 @@ def test_a_lost_slot_is_an_error_that_names_the_fix(
     pg_db.execute("INSERT INTO orders VALUES (20, 'x', NULL, NULL, NULL)")
     lost = runner.run("cdc", 0)
     assert lost.state == "FAILED" and "is gone" in lost.message and "offsets reset" in lost.message
+
+
+def test_deleting_the_connector_drops_its_slot_only_when_asked(
+    pg_db: PgServer, runtime: Runtime, spark: Any, source: dict[str, str]
+) -> None:
+    assert make_runner(runtime, spark).run("cdc", 0).state == "SUCCEEDED"
+    slot = source["slot.name"]
+    count = "SELECT count(*) FROM pg_replication_slots WHERE slot_name = %s"
+    runtime.delete_connector("cdc")
+    assert pg_db.rows(count, slot) == [(1,)]  # Debezium's default: the slot stays for a connector made again
+
+    runtime.create_connector("cdc", {**source, "slot.drop.on.stop": "true"})
+    runtime.delete_connector("cdc")
+    assert pg_db.rows(count, slot) == [(0,)]
