@@ -10,12 +10,13 @@ deleting sink can drop the key.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from connect_core.sdk import ArrowRecords
+from connect_core.sdk.errors import DataError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -68,14 +69,50 @@ def arrow_type(type_oid: int, typmod: int) -> pa.DataType:
     return _ARROW.get(type_oid, pa.string())
 
 
-@dataclass
 class ChangeTable:
-    """The change events of one table in one run, in commit order, as rows of the envelope."""
+    """The change events of one table in one run, in commit order, kept column-wise.
 
-    topic: str
-    columns: Sequence[tuple[str, pa.DataType]]
-    key: Sequence[str]
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    Rows (`before`, `after`) are tuples in the order of the columns `describe` last gave: typed
+    Python values, or with `text` the database's text forms (PostgreSQL's output functions), cast
+    to the columns' Arrow types by Arrow at the end, a column at a time. A table's columns may
+    change mid-run (a column added, dropped or retyped): the events then carry the union, a
+    retyped column as text."""
+
+    def __init__(
+        self, topic: str, columns: Sequence[tuple[str, pa.DataType]], key: Sequence[str], *, text: bool = False
+    ) -> None:
+        self.topic, self.key, self.text = topic, tuple(key), text
+        self.columns: list[tuple[str, pa.DataType]] = list(columns)
+        self._incoming: list[tuple[str, pa.DataType]] = list(columns)
+        self._remap: list[int | None] | None = None  # incoming position of each column, when they differ
+        self._op: list[str | None] = []
+        self._before: list[tuple[Any, ...] | None] = []
+        self._after: list[tuple[Any, ...] | None] = []
+        self._key_rows: list[tuple[Any, ...] | None] = []  # the row the key is taken from
+        self._sources: list[dict[str, Any]] = []
+        self._source_at: dict[int, int] = {}  # id of a source dict → its index (the dicts are kept alive)
+        self._source: list[int | None] = []
+        self._ts: list[int | None] = []
+        self._tombstone: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self._op)
+
+    def describe(self, columns: Sequence[tuple[str, pa.DataType]]) -> None:
+        """The columns the next rows come in (the table's, as the log describes it now)."""
+        columns = list(columns)
+        if columns == self._incoming:
+            return
+        merged = _merged(self.columns, columns) if self._op else columns
+        if merged != self.columns:
+            moved = _positions(self.columns, merged)
+            self._before = [_take(r, moved) for r in self._before]
+            self._after = [_take(r, moved) for r in self._after]
+            self._key_rows = [_take(r, moved) for r in self._key_rows]
+            self.columns = merged
+        self._incoming = columns
+        positions = _positions(columns, merged)
+        self._remap = None if positions == list(range(len(columns))) else positions
 
     def add(
         self,
@@ -86,42 +123,65 @@ class ChangeTable:
         ts_ms: int,
         tombstone: bool = False,
     ) -> None:
-        row = after if after is not None else before
-        key = {k: row[k] for k in self.key} if self.key and row is not None else None
-        self.rows.append(
-            {
-                "before": self._typed(before),
-                "after": self._typed(after),
-                "source": source,
-                "op": op,
-                "ts_ms": ts_ms,
-                "__key": key,
-                "__tombstone": False,
-            }
+        """An event whose rows are dicts by column name (typed values)."""
+        names = [name for name, _ in self._incoming]
+        self.add_row(
+            op,
+            None if before is None else tuple(before.get(n) for n in names),
+            None if after is None else tuple(after.get(n) for n in names),
+            source,
+            ts_ms,
+            tombstone,
         )
-        if tombstone and key is not None:
-            self.rows.append(
-                {
-                    "before": None,
-                    "after": None,
-                    "source": None,
-                    "op": None,
-                    "ts_ms": None,
-                    "__key": key,
-                    "__tombstone": True,
-                }
-            )
 
-    def _typed(self, row: dict[str, Any] | None) -> dict[str, Any] | None:
-        if row is None:
-            return None
-        out = {}
-        for name, kind in self.columns:
-            value = row.get(name)
-            if value is not None and pa.types.is_string(kind) and not isinstance(value, str):
-                value = str(value)  # numeric without precision: its exact text
-            out[name] = value
-        return out
+    def add_row(
+        self,
+        op: str,
+        before: tuple[Any, ...] | None,
+        after: tuple[Any, ...] | None,
+        source: dict[str, Any],
+        ts_ms: int,
+        tombstone: bool = False,
+    ) -> None:
+        """An event whose rows are tuples in the described columns' order; with `tombstone` (a
+        delete), its tombstone follows: the same key, a null value."""
+        if self._remap is not None:
+            before, after = _take(before, self._remap), _take(after, self._remap)
+        index = self._source_at.get(id(source))
+        if index is None:
+            index = self._source_at[id(source)] = len(self._sources)
+            self._sources.append(source)
+        keyed = after if after is not None else before
+        self._append(op, before, after, keyed, index, ts_ms, False)
+        if tombstone and self.key and keyed is not None:
+            self._append(None, None, None, keyed, None, None, True)
+
+    def mark_last(self, **source: Any) -> None:
+        """Change fields of the last event's `source` (a snapshot's last row: `snapshot="last"`)."""
+        for at in range(len(self._op) - 1, -1, -1):
+            index = self._source[at]
+            if index is not None:
+                self._sources.append({**self._sources[index], **source})
+                self._source[at] = len(self._sources) - 1
+                return
+
+    def _append(
+        self,
+        op: str | None,
+        before: tuple[Any, ...] | None,
+        after: tuple[Any, ...] | None,
+        keyed: tuple[Any, ...] | None,
+        source: int | None,
+        ts_ms: int | None,
+        tombstone: bool,
+    ) -> None:
+        self._op.append(op)
+        self._before.append(before)
+        self._after.append(after)
+        self._key_rows.append(keyed)
+        self._source.append(source)
+        self._ts.append(ts_ms)
+        self._tombstone.append(tombstone)
 
     @property
     def schema(self) -> pa.Schema:
@@ -140,16 +200,89 @@ class ChangeTable:
             ]
         )
 
+    def table(self) -> pa.Table:
+        """The events as one Arrow table of `schema` (without `__key` when the table has no key)."""
+        schema = self.schema
+        sources = pa.array(self._sources, _SOURCE).take(pa.array(self._source, pa.int64()))
+        key_positions = [i for i, (name, _) in enumerate(self.columns) if name in self.key]
+        key_columns = [self.columns[i] for i in key_positions]
+        arrays = [
+            self._struct(self._before, self.columns),
+            self._struct(self._after, self.columns),
+            sources,
+            pa.array(self._op, pa.string()),
+            pa.array(self._ts, pa.int64()),
+            self._struct([_take(r, key_positions) for r in self._key_rows], key_columns) if self.key else None,
+            pa.array(self._tombstone, pa.bool_()),
+        ]
+        names = schema.names
+        if not self.key:
+            arrays.pop(5)
+            names = [n for n in names if n != "__key"]
+            schema = pa.schema([schema.field(n) for n in names])
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def _struct(self, rows: list[tuple[Any, ...] | None], columns: Sequence[tuple[str, pa.DataType]]) -> pa.Array:
+        children = [
+            self._column(name, kind, [None if r is None else r[i] for r in rows])
+            for i, (name, kind) in enumerate(columns)
+        ]
+        mask = pa.array([r is None for r in rows], pa.bool_())
+        return pa.StructArray.from_arrays(children, fields=[pa.field(n, k) for n, k in columns], mask=mask)
+
+    def _column(self, name: str, kind: pa.DataType, values: list[Any]) -> pa.Array:
+        if not self.text:
+            if pa.types.is_string(kind):  # a numeric without precision, a retyped column: its text
+                values = [v if v is None or isinstance(v, str) else str(v) for v in values]
+            return pa.array(values, kind)
+        if pa.types.is_string(kind):
+            return pa.array(values, kind)
+        if pa.types.is_binary(kind):  # bytea's hex output
+            return pa.array([_bytea(v) if v is not None else None for v in values], kind)
+        texts = pa.array([None if v == UNAVAILABLE else v for v in values], pa.string())
+        if pa.types.is_boolean(kind):
+            return pc.equal(texts, "t")
+        try:
+            return texts.cast(kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise DataError(f"`{self.topic}`: column `{name}` has a value that is no {kind} ({exc})") from exc
+
     def records(self, spark: SparkSession) -> ArrowRecords:
         """The events as records the runtime writes from the driver (no Spark job)."""
         from pyspark.sql.pandas.types import from_arrow_schema
         from pyspark.sql.types import LongType, StructField, StructType
 
-        table = pa.Table.from_pylist(self.rows, schema=self.schema)
-        if not self.key:
-            table = table.drop_columns(["__key"])
+        table = self.table()
         batches = table.to_batches()
         units = StructType([StructField("unit", LongType())])
         return ArrowRecords(
             spark, [(0,)], units, lambda _: iter(batches), from_arrow_schema(table.schema), partitions=1, in_driver=True
         )
+
+
+def _merged(old: list[tuple[str, pa.DataType]], new: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:
+    """Columns of rows before and after a schema change: the union, a retyped column as text."""
+    kinds = dict(old)
+    for name, kind in new:
+        kinds[name] = kind if kinds.get(name, kind) == kind else pa.string()
+    return list(kinds.items())
+
+
+def _positions(source: Sequence[tuple[str, Any]], target: Sequence[tuple[str, Any]]) -> list[int | None]:
+    """For each of `target`'s columns, its position in `source` (None: not there)."""
+    at = {name: i for i, (name, _) in enumerate(source)}
+    return [at.get(name) for name, _ in target]
+
+
+def _take(row: tuple[Any, ...] | None, positions: Sequence[int | None]) -> tuple[Any, ...] | None:
+    if row is None:
+        return None
+    return tuple(None if i is None else row[i] for i in positions)
+
+
+def _bytea(text: str) -> bytes:
+    if text == UNAVAILABLE:
+        return UNAVAILABLE.encode()
+    if not text.startswith("\\x"):
+        raise DataError("a bytea value not in hex format (is the server's `bytea_output` `escape`?)")
+    return bytes.fromhex(text[2:])

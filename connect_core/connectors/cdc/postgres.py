@@ -60,9 +60,6 @@ class _Table:
     def qualified(self) -> str:
         return f"{self.schema}.{self.name}"
 
-    def relation(self) -> pgoutput.Relation:
-        return pgoutput.Relation(0, self.schema, self.name, "d", self.columns)
-
 
 class PostgresCdcSourceTask(SourceTask):
     def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
@@ -97,7 +94,7 @@ class PostgresCdcSourceTask(SourceTask):
             )
         stream = _Stream(cfg, {t.qualified: t for t in tables}, self.log)
         lsn = stream.read(int(committed["lsn"]), target)
-        records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if changes.rows}
+        records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if len(changes)}
         offset = {"lsn": lsn, "snapshot": "done"}
         if not records and lsn != int(committed["lsn"]):
             # nothing captured changed, but the WAL moved on (other tables): advance past it
@@ -220,6 +217,7 @@ class _Stream:
     def _apply(self, begin: pgoutput.Begin, commit: pgoutput.Commit, events: list[Any]) -> None:
         now = int(time.time() * 1000)
         commit_ms = int(commit.commit_ts.timestamp() * 1000)
+        sources: dict[int, dict[str, Any]] = {}  # one per table of the transaction, shared by its events
         for event in events:
             oids = event.relation_oids if isinstance(event, pgoutput.Truncate) else (event.relation_oid,)
             for oid in oids:
@@ -229,30 +227,30 @@ class _Stream:
                 if table is None:
                     continue  # published, but not captured
                 changes = self._changes(table, relation)
-                source = _source(
-                    self.cfg, relation.namespace, relation.name, commit_ms, "false", begin.xid, commit.commit_lsn
-                )
+                source = sources.get(oid)
+                if source is None:
+                    source = sources[oid] = _source(
+                        self.cfg, relation.namespace, relation.name, commit_ms, "false", begin.xid, commit.commit_lsn
+                    )
                 self.count += 1
                 if isinstance(event, pgoutput.Truncate):
-                    changes.add("t", None, None, source, now)
+                    changes.add_row("t", None, None, source, now)
                 elif isinstance(event, pgoutput.Insert):
-                    changes.add("c", None, self._row(oid, event.new), source, now)
+                    changes.add_row("c", None, _row(event.new), source, now)
                 elif isinstance(event, pgoutput.Update):
-                    after = self._row(oid, event.new)
+                    after = _row(event.new)
                     if event.key is not None:  # the key changed: Debezium's delete + create
-                        changes.add("d", self._row(oid, event.key), None, source, now, tombstone=True)
-                        changes.add("c", None, after, source, now)
+                        changes.add_row("d", _row(event.key), None, source, now, tombstone=True)
+                        changes.add_row("c", None, after, source, now)
                     else:
-                        before = self._row(oid, event.old) if event.old is not None else None
-                        changes.add("u", before, after, source, now)
+                        before = _row(event.old) if event.old is not None else None
+                        changes.add_row("u", before, after, source, now)
                 else:
                     old = event.old if event.old is not None else event.key
-                    changes.add(
-                        "d", self._row(oid, old) if old is not None else None, None, source, now, tombstone=True
-                    )
+                    changes.add_row("d", _row(old) if old is not None else None, None, source, now, tombstone=True)
 
     def _changes(self, table: _Table, relation: pgoutput.Relation) -> ChangeTable:
-        """The table's events so far; the first change under a (new) Relation message settles its columns."""
+        """The table's events so far, taking rows as `relation` describes them."""
         topic = _topic(self.cfg, table)
         found = self.changes.get(topic)
         if found is not None and self._described.get(topic) is relation:
@@ -260,25 +258,16 @@ class _Stream:
         self._described[topic] = relation
         columns = [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
         if found is None:
-            found = self.changes[topic] = ChangeTable(topic, columns, table.key)
-        elif list(found.columns) != columns:
-            # a column added, dropped or retyped mid-run: the rows before and after differ in shape
-            found.columns = _merged(list(found.columns), columns)
+            found = self.changes[topic] = ChangeTable(topic, columns, table.key, text=True)
+        found.describe(columns)  # a column added, dropped or retyped mid-run: the events carry the union
         return found
 
-    def _row(self, oid: int, data: pgoutput.TupleData) -> dict[str, Any]:
-        values = self._decoder.values(oid, data)
-        return {k: (UNAVAILABLE if v is pgoutput.UNCHANGED_TOAST else v) for k, v in values.items()}
 
-
-def _merged(old: list[tuple[str, Any]], new: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """Columns of rows before and after a schema change: the union, a retyped column as text."""
-    import pyarrow as pa
-
-    kinds = dict(old)
-    for name, kind in new:
-        kinds[name] = kind if kinds.get(name, kind) == kind else pa.string()
-    return list(kinds.items())
+def _row(data: pgoutput.TupleData) -> tuple[Any, ...]:
+    """A row's values in their text forms, an unchanged TOAST value as Debezium's placeholder."""
+    if pgoutput.UNCHANGED_TOAST not in data:
+        return data
+    return tuple(UNAVAILABLE if v is pgoutput.UNCHANGED_TOAST else v for v in data)
 
 
 def _snapshot(
@@ -296,19 +285,21 @@ def _snapshot(
             cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot,))
             for table in tables:
                 changes = ChangeTable(
-                    _topic(cfg, table), [(c.name, arrow_type(c.type_oid, c.typmod)) for c in table.columns], table.key
+                    _topic(cfg, table),
+                    [(c.name, arrow_type(c.type_oid, c.typmod)) for c in table.columns],
+                    table.key,
+                    text=True,
                 )
-                relation = table.relation()
                 texts = ", ".join(f"{_quote(c.name)}::text" for c in table.columns)
                 cur.execute(f"SELECT {texts} FROM {_quote(table.schema)}.{_quote(table.name)}")
                 source = _source(cfg, table.schema, table.name, now, "true", None, lsn)
                 while rows := cur.fetchmany(10_000):
                     for row in rows:
-                        changes.add("r", None, pgoutput.values_of(relation, tuple(row)), source, now)
-                if changes.rows:
-                    changes.rows[-1]["source"] = {**source, "snapshot": "last"}
+                        changes.add_row("r", None, row, source, now)
+                if len(changes):
+                    changes.mark_last(snapshot="last")
                     records[changes.topic] = changes.records(spark)
-                log.info("snapshot of %s: %d row(s)", table.qualified, len(changes.rows))
+                log.info("snapshot of %s: %d row(s)", table.qualified, len(changes))
         conn.rollback()
     finally:
         conn.close()

@@ -15,8 +15,8 @@ from tests.conftest import make_runner
 from tests.connectors.cdc._servers import PgServer, unique_name
 
 
-def _events(runtime: Runtime, spark: Any, topic: str) -> list[dict[str, Any]]:
-    segments = runtime.topics.segments_after({TopicPartition(topic, 0): 0})
+def _events(runtime: Runtime, spark: Any, topic: str, after: int = 0) -> list[dict[str, Any]]:
+    segments = runtime.topics.segments_after({TopicPartition(topic, 0): after})
     if not segments:
         return []
     rows = read_topics(spark, segments)[topic].orderBy("__offset").collect()
@@ -150,3 +150,40 @@ def test_deleting_the_connector_drops_its_slot_only_when_asked(
     runtime.create_connector("cdc", {**source, "slot.drop.on.stop": "true"})
     runtime.delete_connector("cdc")
     assert pg_db.rows(count, slot) == [(0,)]
+
+
+def test_columns_added_dropped_and_retyped_mid_run_follow_the_relation_messages(
+    pg_db: PgServer, runtime: Runtime, spark: Any, source: dict[str, str]
+) -> None:
+    runner = make_runner(runtime, spark)
+    assert runner.run("cdc", 0).state == "SUCCEEDED"
+    pg_db.execute(
+        "INSERT INTO notes VALUES (10, 'before')",
+        "ALTER TABLE notes ADD COLUMN score int",
+        "INSERT INTO notes VALUES (11, 'added', 7)",
+        "ALTER TABLE notes DROP COLUMN body",
+        "INSERT INTO notes VALUES (12, 8)",
+        "ALTER TABLE notes ALTER COLUMN score TYPE numeric(6,1)",
+        "INSERT INTO notes VALUES (13, 9.5)",
+        "UPDATE notes SET score = 1.5 WHERE id = 11",
+    )
+    result = runner.run("cdc", 0)
+    assert result.state == "SUCCEEDED", result.message
+    events = _events(runtime, spark, "srv.public.notes")[2:]
+    # one run, one topic schema: the union of the columns; a retyped column as its text
+    assert [e["after"] for e in events] == [
+        {"id": 10, "body": "before", "score": None},
+        {"id": 11, "body": "added", "score": "7"},
+        {"id": 12, "body": None, "score": "8"},
+        {"id": 13, "body": None, "score": "9.5"},
+        {"id": 11, "body": None, "score": "1.5"},
+    ]
+    # REPLICA IDENTITY FULL: the old row, as the retyped table holds it
+    assert events[-1]["before"] == {"id": 11, "body": None, "score": "7.0"}
+
+    # the next run's schema is the table's as it is now (a reader of both runs' segments would meet
+    # `score` as text and as numeric: a sink that lags across a retype fails to read them, see README)
+    pg_db.execute("INSERT INTO notes VALUES (14, 2.5)")
+    assert runner.run("cdc", 0).state == "SUCCEEDED"
+    (last,) = _events(runtime, spark, "srv.public.notes", after=7)
+    assert last["after"] == {"id": 14, "score": Decimal("2.5")}
