@@ -60,6 +60,10 @@ ALIASES: dict[str, str] = {
     "org.apache.rocketmq.connect.jdbc.connector.JdbcSinkConnector": "JdbcSinkConnector",
     "io.debezium.connector.postgresql.PostgresConnector": "PostgresCdcSourceConnector",
 }
+#: Transformations' class names from other projects, as ours.
+TRANSFORM_ALIASES: dict[str, str] = {
+    "io.debezium.transforms.ExtractNewRecordState": "ExtractNewRecordState",
+}
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class PluginRegistry:
         if not isinstance(type_name, str) or not type_name:
             raise ConfigError(f"the {kind} `type` must be a class name")
         name = type_name[len(package) :] if type_name.startswith(package) else type_name
+        name = name if predicate else TRANSFORM_ALIASES.get(name, name)
         if name in found:
             return found[name]
         for plugin in found.values():

@@ -19,8 +19,9 @@ A transformation never sees one record at a time: it gives the columns of its ou
 expressions over its input's columns, once for Spark (`spark`: Column expressions) and once for
 Arrow (`arrow`: pyarrow arrays of one record batch), with the same meaning. The runtime applies it
 to every row of the batch, or only where its predicate holds (merging the outputs column by
-column), and chains transforms into one projection. A transform that drops records (Kafka's
-`Filter`) gives `keep` instead.
+column), and chains transforms into one projection. A transform that drops records gives `keep`:
+the runtime drops the others first, then projects the rows kept (a transform that only drops, as
+Kafka's `Filter`, says so with `only_filters` and is not projected).
 
 A transform that cannot handle a batch raises `DataError` (a record's data, not the config, is
 wrong); what the runtime then does follows `errors.tolerance`.
@@ -107,6 +108,8 @@ class Transformation(ABC, Generic[C]):
     #: transform): it implements `spark_frame` instead of `spark`/`arrow`, runs on Spark only (a
     #: batch read as Arrow goes through Spark instead) and takes no predicate.
     whole_batch: ClassVar[bool] = False
+    #: True for a transform that only drops records (`keep`): the runtime then skips its projection.
+    only_filters: ClassVar[bool] = False
 
     def __init__(self, config: C) -> None:
         self.config = config

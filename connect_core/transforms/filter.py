@@ -28,6 +28,7 @@ class FilterConfig(TransformConfig):
 
 class Filter(Transformation[FilterConfig]):
     config_model = FilterConfig
+    only_filters = True
     doc = "Drop records: all of them, or with a predicate those it holds for."
 
     def spark(self, df: DataFrame) -> dict[str, Column]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from connect_core.runtime.processing.chain import Step, TransformChain
-from connect_core.sdk.transforms import Predicate, Transformation
+from connect_core.sdk.transforms import Predicate, Transformation, is_value_column
 
 
 def chain(*steps: Transformation[Any] | Step) -> TransformChain:
@@ -83,8 +83,8 @@ def _names(spark: Any, schema: str) -> list[str]:
 
 
 def values(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The value columns of transformed rows (no `__` record parts)."""
-    return [{k: v for k, v in r.items() if not k.startswith("__")} for r in rows]
+    """The value columns of transformed rows (no record parts; `__deleted` and the like are values)."""
+    return [{k: v for k, v in r.items() if is_value_column(k)} for r in rows]
 
 
 @pytest.fixture

@@ -204,10 +204,12 @@ def layout(topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str) -> Layou
         )
     from_key: list[str] = []
     if cfg.pk_mode == "record_key":
+        # The key's fields are the row's key columns, as in Kafka's JDBC sink: a value field of the
+        # same name is not (a tombstone has no value at all).
         keys = key_fields(topic, df, list(cfg.pk_fields))
-        from_key = [k for k in keys if k not in values]
+        from_key = list(keys)
         df = df.withColumns({k: F.col("__key").getField(k) for k in from_key})
-        values += from_key
+        values += [k for k in keys if k not in values]
     elif cfg.pk_mode == "kafka":
         df = df.withColumns(
             {KAFKA_PK[0]: F.col("__topic"), KAFKA_PK[1]: F.col("__partition"), KAFKA_PK[2]: F.col("__offset")}

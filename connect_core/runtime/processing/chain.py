@@ -138,7 +138,13 @@ class TransformChain:
             # a filter drops the rows it does not keep, where its predicate holds; never a marked one
             drop = ~F.coalesce(keep, F.lit(False))
             drop = drop & where if where is not None else drop
-            return df.filter(~(drop & spark_unmarked(marks)) if marks else ~drop)
+            df = df.filter(~(drop & spark_unmarked(marks)) if marks else ~drop)
+            if step.transform.only_filters:
+                return df
+            record = df.drop(*marks) if marks else df  # the rows kept, then projected
+            if step.predicate is not None:
+                where = step.predicate.spark(record)
+                where = ~where if step.negate else where
         kept_marks = [column(mark) for mark in marks]
         out = step.transform.spark(record)
         if where is None:
@@ -196,7 +202,11 @@ class TransformChain:
                 keep = pc.or_(keep, pc.invert(where))
             if marks:
                 keep = pc.or_(keep, pc.invert(arrow_unmarked(batch, marks)))
-            return batch.filter(keep)
+            batch = batch.filter(keep)
+            if step.transform.only_filters:
+                return batch
+            record = batch.drop_columns(marks) if marks else batch  # the rows kept, then projected
+            where = where.filter(keep) if where is not None else None
         kept_marks = [batch.column(mark) for mark in marks]
         out = step.transform.arrow(record)
         if where is None:
