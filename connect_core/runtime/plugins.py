@@ -59,6 +59,8 @@ ALIASES: dict[str, str] = {
     "org.apache.rocketmq.connect.jdbc.connector.JdbcSourceConnector": "JdbcSourceConnector",
     "org.apache.rocketmq.connect.jdbc.connector.JdbcSinkConnector": "JdbcSinkConnector",
     "io.debezium.connector.postgresql.PostgresConnector": "PostgresCdcSourceConnector",
+    "io.debezium.connector.mysql.MySqlConnector": "MariaDbCdcSourceConnector",
+    "io.debezium.connector.mariadb.MariaDbConnector": "MariaDbCdcSourceConnector",
 }
 #: Transformations' class names from other projects, as ours.
 TRANSFORM_ALIASES: dict[str, str] = {

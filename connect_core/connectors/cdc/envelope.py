@@ -9,6 +9,7 @@ deleting sink can drop the key.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +22,13 @@ from connect_core.sdk.errors import DataError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["UNAVAILABLE", "ChangeTable", "arrow_type"]
+__all__ = ["MYSQL_SOURCE", "POSTGRES_SOURCE", "UNAVAILABLE", "ChangeTable", "arrow_type", "topic_for"]
 
 #: Debezium's stand-in for a value the log did not carry (an unchanged TOAST column).
 UNAVAILABLE = "__debezium_unavailable_value"
 
-_SOURCE = pa.struct(
+#: A PostgreSQL event's `source`.
+POSTGRES_SOURCE = pa.struct(
     [
         ("version", pa.string()),
         ("connector", pa.string()),
@@ -38,6 +40,22 @@ _SOURCE = pa.struct(
         ("table", pa.string()),
         ("txId", pa.int64()),
         ("lsn", pa.int64()),
+    ]
+)
+#: A MySQL / MariaDB event's `source`: the binlog position of its transaction's end, and its GTID.
+MYSQL_SOURCE = pa.struct(
+    [
+        ("version", pa.string()),
+        ("connector", pa.string()),
+        ("name", pa.string()),
+        ("ts_ms", pa.int64()),
+        ("snapshot", pa.string()),
+        ("db", pa.string()),
+        ("table", pa.string()),
+        ("server_id", pa.int64()),
+        ("gtid", pa.string()),
+        ("file", pa.string()),
+        ("pos", pa.int64()),
     ]
 )
 
@@ -55,6 +73,11 @@ _ARROW = {
     1114: pa.timestamp("us"),
     1184: pa.timestamp("us", tz="UTC"),
 }
+
+
+def topic_for(prefix: str, schema: str, table: str) -> str:
+    """A table's topic, `<prefix>.<schema>.<table>`, with what a topic name cannot hold as `_`."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{prefix}.{schema}.{table}")[:249]
 
 
 def arrow_type(type_oid: int, typmod: int) -> pa.DataType:
@@ -79,9 +102,15 @@ class ChangeTable:
     retyped column as text."""
 
     def __init__(
-        self, topic: str, columns: Sequence[tuple[str, pa.DataType]], key: Sequence[str], *, text: bool = False
+        self,
+        topic: str,
+        columns: Sequence[tuple[str, pa.DataType]],
+        key: Sequence[str],
+        *,
+        text: bool = False,
+        source: pa.StructType = POSTGRES_SOURCE,
     ) -> None:
-        self.topic, self.key, self.text = topic, tuple(key), text
+        self.topic, self.key, self.text, self.source_type = topic, tuple(key), text, source
         self.columns: list[tuple[str, pa.DataType]] = list(columns)
         self._incoming: list[tuple[str, pa.DataType]] = list(columns)
         self._remap: list[int | None] | None = None  # incoming position of each column, when they differ
@@ -192,7 +221,7 @@ class ChangeTable:
             [
                 ("before", value),
                 ("after", value),
-                ("source", _SOURCE),
+                ("source", self.source_type),
                 ("op", pa.string()),
                 ("ts_ms", pa.int64()),
                 ("__key", key),
@@ -201,9 +230,18 @@ class ChangeTable:
         )
 
     def table(self) -> pa.Table:
-        """The events as one Arrow table of `schema` (without `__key` when the table has no key)."""
+        """The events as one Arrow table of `schema` (without `__key` when the table has no key).
+        With typed values, a column whose values are not all of its type (retyped in the log since
+        those rows were written) becomes text."""
+        while True:
+            try:
+                return self._table()
+            except _Retyped as retyped:
+                self.columns = [(n, pa.string() if n == retyped.name else k) for n, k in self.columns]
+
+    def _table(self) -> pa.Table:
         schema = self.schema
-        sources = pa.array(self._sources, _SOURCE).take(pa.array(self._source, pa.int64()))
+        sources = pa.array(self._sources, self.source_type).take(pa.array(self._source, pa.int64()))
         key_positions = [i for i, (name, _) in enumerate(self.columns) if name in self.key]
         key_columns = [self.columns[i] for i in key_positions]
         arrays = [
@@ -234,7 +272,10 @@ class ChangeTable:
         if not self.text:
             if pa.types.is_string(kind):  # a numeric without precision, a retyped column: its text
                 values = [v if v is None or isinstance(v, str) else str(v) for v in values]
-            return pa.array(values, kind)
+            try:
+                return pa.array(values, kind)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+                raise _Retyped(name) from exc
         if pa.types.is_string(kind):
             return pa.array(values, kind)
         if pa.types.is_binary(kind):  # bytea's hex output
@@ -258,6 +299,14 @@ class ChangeTable:
         return ArrowRecords(
             spark, [(0,)], units, lambda _: iter(batches), from_arrow_schema(table.schema), partitions=1, in_driver=True
         )
+
+
+class _Retyped(Exception):
+    """A column's values are not all of its type."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
 
 
 def _merged(old: list[tuple[str, pa.DataType]], new: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:

@@ -24,7 +24,6 @@ not touched by an update) is `__debezium_unavailable_value`; with FULL, both are
 from __future__ import annotations
 
 import logging
-import re
 import select
 import time
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc import pgoutput
 from connect_core.connectors.cdc.config import PostgresCdcConfig, captured
-from connect_core.connectors.cdc.envelope import UNAVAILABLE, ChangeTable, arrow_type
+from connect_core.connectors.cdc.envelope import UNAVAILABLE, ChangeTable, arrow_type, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
 
@@ -251,7 +250,7 @@ class _Stream:
 
     def _changes(self, table: _Table, relation: pgoutput.Relation) -> ChangeTable:
         """The table's events so far, taking rows as `relation` describes them."""
-        topic = _topic(self.cfg, table)
+        topic = topic_for(self.cfg.topic_prefix, table.schema, table.name)
         found = self.changes.get(topic)
         if found is not None and self._described.get(topic) is relation:
             return found  # the same description as the last change: nothing to compare
@@ -285,7 +284,7 @@ def _snapshot(
             cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot,))
             for table in tables:
                 changes = ChangeTable(
-                    _topic(cfg, table),
+                    topic_for(cfg.topic_prefix, table.schema, table.name),
                     [(c.name, arrow_type(c.type_oid, c.typmod)) for c in table.columns],
                     table.key,
                     text=True,
@@ -321,10 +320,6 @@ def _source(
         "txId": xid,
         "lsn": lsn,
     }
-
-
-def _topic(cfg: PostgresCdcConfig, table: _Table) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{cfg.topic_prefix}.{table.schema}.{table.name}")[:249]
 
 
 def _dsn(cfg: PostgresCdcConfig) -> dict[str, Any]:

@@ -297,6 +297,7 @@ def start_binlog_mariadb(*options: str) -> Iterator[MariaDbServer]:
                 f"--log-bin={data / 'binlog'}",
                 "--binlog-format=ROW",
                 "--binlog-row-image=FULL",
+                "--binlog-row-metadata=FULL",  # column names in the log
                 "--server-id=1",
                 "--innodb-flush-log-at-trx-commit=0",
                 *small,
