@@ -50,6 +50,7 @@ from connect_core.runtime.store.models import TaskRunRow
 
 __all__ = [
     "POINTS",
+    "CdcPipeline",
     "CellResult",
     "FilePipeline",
     "JdbcPipeline",
@@ -163,6 +164,80 @@ class JdbcPipeline(Pipeline):
         return (
             [tuple(r) for r in self._target.rows("SELECT id, kind, payload FROM events ORDER BY id")] if exists else []
         )
+
+
+class CdcPipeline(Pipeline):
+    """Change data capture: a PostgreSQL table with `wal_level=logical` (`source`: a
+    tests.connectors.cdc._servers.PgServer) → PostgresCdcSourceConnector → topic →
+    ExtractNewRecordState → JdbcSinkConnector (upsert by the record key, `delete.enabled`) into
+    PostgreSQL (`target`). Every append inserts, updates and deletes, so the target must follow
+    each change, deletes included; a replayed or lost change shows as a row that differs."""
+
+    name = "cdc"
+
+    def __init__(self, runtime: Runtime, source: Any, target: Any, prefix: str = "cdc") -> None:
+        self.runtime, self.source, self.sink = runtime, f"{prefix}-source", f"{prefix}-sink"
+        self._db, self._target = source, target
+        self._next, self._server = 1, prefix
+        self.slot = f"{prefix}_slot_{uuid.uuid4().hex[:8]}"
+        self.table = f"{prefix}_events"  # the target's (a target database may hold the JDBC pipeline's `events`)
+        source.execute("CREATE TABLE events (id bigint PRIMARY KEY, kind text NOT NULL, version int NOT NULL)")
+        runtime.create_connector(
+            self.source,
+            {
+                "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+                "database.hostname": source.host,
+                "database.port": str(source.port),
+                "database.user": source.user,
+                "database.dbname": source.database,
+                "topic.prefix": prefix,
+                "slot.name": self.slot,
+                "publication.name": f"{prefix}_pub_{uuid.uuid4().hex[:8]}",
+                "table.include.list": "public.events",
+            },
+        )
+        runtime.create_connector(
+            self.sink,
+            {
+                "connector.class": "JdbcSinkConnector",
+                "connection.url": target.jdbc_url,
+                "topics": f"{prefix}.public.events",
+                "table.name.format": self.table,
+                "insert.mode": "upsert",
+                "pk.mode": "record_key",
+                "delete.enabled": True,
+                "auto.create": True,
+                "transforms": "unwrap",
+                "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+            },
+        )
+
+    def append(self, rows: int) -> None:
+        """`rows` new rows, then an update of every third row there is and a delete of every fifth."""
+        first, self._next = self._next, self._next + rows
+        self._db.execute(
+            f"INSERT INTO events SELECT g, 'k' || g % 7, 1 FROM generate_series({first}, {self._next - 1}) g",
+            f"UPDATE events SET version = version + 1, kind = kind || '+' WHERE id % 3 = {first % 3}",
+            f"DELETE FROM events WHERE id % 5 = {first % 5} AND id < {first}",
+        )
+
+    def expected(self) -> list[Any]:
+        return [tuple(r) for r in self._db.rows("SELECT id, kind, version FROM events ORDER BY id")]
+
+    def actual(self) -> list[Any]:
+        exists = self._target.rows(f"SELECT to_regclass('{self.table}') IS NOT NULL")[0][0]
+        query = f"SELECT id, kind, version FROM {self.table} ORDER BY id"
+        return [tuple(r) for r in self._target.rows(query)] if exists else []
+
+    def confirmed_past_committed(self) -> bool:
+        """Whether the slot's confirmed position is past what the metadata committed (it must never be)."""
+        offset = self.runtime.connectors.positions(self.source).offset({"server": self._server})
+        committed = int(offset["lsn"]) if offset else 0
+        (text,) = self._db.rows(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = %s", self.slot
+        )[0]
+        high, low = text.split("/")
+        return ((int(high, 16) << 32) | int(low, 16)) > committed
 
 
 def lost_and_duplicated(expected: Sequence[Any], actual: Sequence[Any]) -> tuple[int, int]:

@@ -19,6 +19,8 @@ from connect_core.runtime.execution.runner import TaskRunner
 from connect_core.runtime.settings import Settings
 from tests.rest._throwaway_pg import ThrowawayPostgres
 
+pytest_plugins = ["tests.connectors.cdc.fixtures"]  # the CDC servers, for the CDC and end-to-end tests
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Python workers with this venv's packages
 logging.getLogger("py4j").setLevel(logging.WARNING)  # its shutdown logs after pytest closed the streams

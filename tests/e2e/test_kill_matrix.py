@@ -1,6 +1,7 @@
 """The kill -9 matrix, each cell once: the runner's spark-submit SIGKILLed at every fault point (source
-side, then sink side; `mid_sink` half-way through the sink's write), for the file pair and for JDBC
-(MariaDB → topic → PostgreSQL); after each kill a rerun, then the whole target equals the whole source.
+side, then sink side; `mid_sink` half-way through the sink's write), for the file pair, for JDBC
+(MariaDB → topic → PostgreSQL) and for change data capture (PostgreSQL's log → unwrap → JDBC upserts
+and deletes); after each kill a rerun, then the whole target equals the whole source.
 
 The machinery is bench/kill_matrix.py's (which runs every cell 5 times, reruns by spark-submit too);
 here the reruns run in this process on the session's SparkSession, which costs no Spark start-up,
@@ -17,10 +18,20 @@ from typing import Any
 
 import pytest
 
-from bench.kill_matrix import POINTS, CellResult, FilePipeline, JdbcPipeline, Pipeline, run_cell, spark_submitter
+from bench.kill_matrix import (
+    POINTS,
+    CdcPipeline,
+    CellResult,
+    FilePipeline,
+    JdbcPipeline,
+    Pipeline,
+    run_cell,
+    spark_submitter,
+)
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.settings import Settings
 from tests.conftest import make_runner
+from tests.connectors.cdc._servers import PgServer
 from tests.connectors.jdbc_helpers import Database, mariadb, target  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.spark_submit
@@ -40,6 +51,7 @@ def test_every_fault_point_loses_and_duplicates_nothing(
     matrix_runtime: Runtime,
     mariadb: Database,  # noqa: F811
     target: Database,  # noqa: F811
+    pg_db: PgServer,
     tmp_path: Path,
     spark: Any,
 ) -> None:
@@ -53,7 +65,12 @@ def test_every_fault_point_loses_and_duplicates_nothing(
                 assert result.state == "SUCCEEDED", f"rerun of `{name}`: {result.message}"
 
     submit = spark_submitter(matrix_runtime)
-    pipes: list[Pipeline] = [FilePipeline(matrix_runtime, tmp_path), JdbcPipeline(matrix_runtime, mariadb, target)]
+    cdc = CdcPipeline(matrix_runtime, pg_db, target)
+    pipes: list[Pipeline] = [
+        FilePipeline(matrix_runtime, tmp_path),
+        JdbcPipeline(matrix_runtime, mariadb, target),
+        cdc,
+    ]
 
     def cells(pipe: Pipeline) -> list[CellResult]:
         return [run_cell(pipe, point, submit, rerun, rows=6) for point in POINTS]
@@ -67,5 +84,7 @@ def test_every_fault_point_loses_and_duplicates_nothing(
     for r in results:  # every cell killed what it meant to: the source, then the sink; mid_sink the sink
         sides = ["sink" if name.endswith("sink") else "source" for name in r.killed]
         assert sides == (["sink"] if r.point == "mid_sink" else ["source", "sink"]), r
-    # every row came through: 5 cells x 6 rows
-    assert [len(p.actual()) for p in pipes] == [30, 30]
+    # every row came through: 5 cells x 6 rows (the CDC table also lost some to its deletes)
+    assert [len(p.actual()) for p in pipes] == [30, 30, len(cdc.expected())]
+    assert len(cdc.expected()) >= 20
+    assert not cdc.confirmed_past_committed()  # the slot was never told more than the metadata holds

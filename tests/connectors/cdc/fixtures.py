@@ -1,4 +1,5 @@
-"""The change-data-capture tests' servers: a PostgreSQL with `wal_level=logical` and a MariaDB with a
+"""The change-data-capture tests' servers (a pytest plugin, registered by tests/conftest.py, so the
+end-to-end tests share them): a PostgreSQL with `wal_level=logical` and a MariaDB with a
 row binlog, each started once per test session (see `_servers`), and a fresh database per test."""
 
 from __future__ import annotations
