@@ -36,8 +36,10 @@ from typing import Any, Final, TypeAlias
 from connect_core.sdk.errors import DataError, FatalError
 
 __all__ = [
+    "ROW_CHANGES",
     "UNCHANGED_TOAST",
     "Begin",
+    "Change",
     "Column",
     "ColumnValue",
     "Commit",
@@ -53,6 +55,7 @@ __all__ = [
     "TupleData",
     "Type",
     "Update",
+    "change",
     "format_lsn",
     "parse",
     "values_of",
@@ -392,6 +395,49 @@ def _message(r: _Reader) -> LogicalMessage:
 def _expect(r: _Reader, kind: str) -> None:
     if (found := r.char()) != kind:
         raise r.error(f"`{found}` where `{kind}` belongs")
+
+
+#: A row change as `change` gives it: (type byte `I`, `U` or `D`; relation OID; new row; old row; key).
+Change = tuple[int, int, "TupleData | None", "TupleData | None", "TupleData | None"]
+#: The type bytes of Insert, Update and Delete.
+ROW_CHANGES = frozenset(b"IUD")
+
+
+def change(payload: bytes) -> Change:
+    """An Insert, Update or Delete message as a plain tuple, with `parse`'s checks: the stream's hot
+    path (no message object, no per-field calls)."""
+    kind = payload[0]
+    r = _Reader(payload, chr(kind))
+    if kind not in ROW_CHANGES:
+        raise r.error("not an Insert, Update or Delete")
+    try:
+        (oid,) = _U32.unpack_from(payload, 1)
+        marker = payload[5]
+    except (struct.error, IndexError) as exc:
+        raise r.error(f"it ends inside a field ({exc})") from exc
+    r._pos = 6
+    new = old = key = None
+    if kind == 73:  # I: N + the new row
+        if marker != 78:
+            raise r.error(f"`{chr(marker)}` where `N` belongs")
+        new = _tuple(r)
+    elif kind == 85:  # U: [K key | O old row] N + the new row
+        if marker in (75, 79):
+            first = _tuple(r)
+            key, old = (first, None) if marker == 75 else (None, first)
+            _expect(r, "N")
+        elif marker != 78:
+            raise r.error(f"`{chr(marker)}` where `K`, `O` or `N` belongs")
+        new = _tuple(r)
+    else:  # D: K key | O old row
+        if marker == 75:
+            key = _tuple(r)
+        elif marker == 79:
+            old = _tuple(r)
+        else:
+            raise r.error(f"`{chr(marker)}` where `K` or `O` belongs")
+    r.finish()
+    return kind, oid, new, old, key
 
 
 def _tuple(r: _Reader) -> TupleData:

@@ -158,6 +158,7 @@ class _Stream:
         self.cfg, self.by_name, self.log = cfg, by_name, log
         self.changes: dict[str, ChangeTable] = {}
         self._described: dict[str, pgoutput.Relation] = {}  # the Relation each topic's columns follow
+        self._topics: dict[str, str] = {}  # by `schema.table`
         self.count = 0
         self._decoder = pgoutput.Decoder()
 
@@ -199,7 +200,12 @@ class _Stream:
                     continue
                 deadline = heard = time.monotonic()
                 deadline += cfg.poll_timeout_ms / 1000
-                event = self._decoder.decode(message.payload)
+                payload = message.payload
+                if payload[0] in pgoutput.ROW_CHANGES:  # the hot path: a row change, as a plain tuple
+                    row_change = pgoutput.change(payload)
+                    pending.append((row_change, self._decoder.relation(row_change[1])))  # as described now
+                    continue
+                event = self._decoder.decode(payload)
                 if isinstance(event, pgoutput.Begin):
                     begin, pending = event, []
                 elif isinstance(event, pgoutput.Commit):
@@ -209,48 +215,64 @@ class _Stream:
                     reached = event.end_lsn
                     if event.end_lsn >= target or self.count >= cfg.max_batch_size:
                         break
-                elif isinstance(event, pgoutput.Insert | pgoutput.Update | pgoutput.Delete | pgoutput.Truncate):
+                elif isinstance(event, pgoutput.Truncate):
                     pending.append(event)
         return reached
 
     def _apply(self, begin: pgoutput.Begin, commit: pgoutput.Commit, events: list[Any]) -> None:
+        """A transaction's changes (row changes with the Relation they were sent under, truncates),
+        each into its table's events."""
         now = int(time.time() * 1000)
         commit_ms = int(commit.commit_ts.timestamp() * 1000)
-        sources: dict[int, dict[str, Any]] = {}  # one per table of the transaction, shared by its events
-        for event in events:
-            oids = event.relation_oids if isinstance(event, pgoutput.Truncate) else (event.relation_oid,)
-            for oid in oids:
-                relation = self._decoder.relation(oid)
-                name = f"{relation.namespace}.{relation.name}"
-                table = self.by_name.get(name)
-                if table is None:
-                    continue  # published, but not captured
-                changes = self._changes(table, relation)
-                source = sources.get(oid)
-                if source is None:
-                    source = sources[oid] = _source(
+        # per table of the transaction: the Relation, its events (None: not captured), one shared source
+        targets: dict[int, tuple[pgoutput.Relation, ChangeTable | None, dict[str, Any]]] = {}
+
+        def target(oid: int, relation: pgoutput.Relation) -> tuple[ChangeTable | None, dict[str, Any]]:
+            found = targets.get(oid)
+            if found is None or found[0] is not relation:
+                table = self.by_name.get(f"{relation.namespace}.{relation.name}")  # published, maybe not captured
+                changes = self._changes(table, relation) if table is not None else None
+                source = (
+                    found[2]
+                    if found is not None
+                    else _source(
                         self.cfg, relation.namespace, relation.name, commit_ms, "false", begin.xid, commit.commit_lsn
                     )
-                self.count += 1
-                if isinstance(event, pgoutput.Truncate):
-                    changes.add_row("t", None, None, source, now)
-                elif isinstance(event, pgoutput.Insert):
-                    changes.add_row("c", None, _row(event.new), source, now)
-                elif isinstance(event, pgoutput.Update):
-                    after = _row(event.new)
-                    if event.key is not None:  # the key changed: Debezium's delete + create
-                        changes.add_row("d", _row(event.key), None, source, now, tombstone=True)
-                        changes.add_row("c", None, after, source, now)
-                    else:
-                        before = _row(event.old) if event.old is not None else None
-                        changes.add_row("u", before, after, source, now)
+                )
+                found = targets[oid] = (relation, changes, source)
+            return found[1], found[2]
+
+        for event in events:
+            if isinstance(event, pgoutput.Truncate):
+                for oid in event.relation_oids:
+                    changes, source = target(oid, self._decoder.relation(oid))
+                    if changes is not None:
+                        self.count += 1
+                        changes.add_row("t", None, None, source, now)
+                continue
+            (kind, oid, new, old, key), relation = event
+            changes, source = target(oid, relation)
+            if changes is None:
+                continue
+            self.count += 1
+            if kind == 73:  # insert
+                changes.add_row("c", None, _row(new), source, now)
+            elif kind == 85:  # update
+                after = _row(new)
+                if key is not None:  # the key changed: Debezium's delete + create
+                    changes.add_row("d", _row(key), None, source, now, tombstone=True)
+                    changes.add_row("c", None, after, source, now)
                 else:
-                    old = event.old if event.old is not None else event.key
-                    changes.add_row("d", _row(old) if old is not None else None, None, source, now, tombstone=True)
+                    changes.add_row("u", _row(old) if old is not None else None, after, source, now)
+            else:  # delete
+                gone = old if old is not None else key
+                changes.add_row("d", _row(gone) if gone is not None else None, None, source, now, tombstone=True)
 
     def _changes(self, table: _Table, relation: pgoutput.Relation) -> ChangeTable:
         """The table's events so far, taking rows as `relation` describes them."""
-        topic = topic_for(self.cfg.topic_prefix, table.schema, table.name)
+        topic = self._topics.get(table.qualified)
+        if topic is None:
+            topic = self._topics[table.qualified] = topic_for(self.cfg.topic_prefix, table.schema, table.name)
         found = self.changes.get(topic)
         if found is not None and self._described.get(topic) is relation:
             return found  # the same description as the last change: nothing to compare

@@ -17,6 +17,7 @@ import pytest
 from psycopg2.extras import LogicalReplicationConnection
 
 from connect_core.connectors.cdc.pgoutput import (
+    ROW_CHANGES,
     UNCHANGED_TOAST,
     Begin,
     Commit,
@@ -30,6 +31,7 @@ from connect_core.connectors.cdc.pgoutput import (
     Truncate,
     TupleData,
     Update,
+    change,
     format_lsn,
     parse,
 )
@@ -106,8 +108,14 @@ def test_a_stream_of_changes_decodes_in_its_transactions(pg_db: PgServer, proto_
 
     options = {"proto_version": proto_version, "publication_names": "pub", "messages": "true"}
     decoder = Decoder()
-    messages = [decoder.decode(p) for p in _read(pg_db, slot, options, commits=len(TRANSACTIONS))]
+    payloads = _read(pg_db, slot, options, commits=len(TRANSACTIONS))
+    messages = [decoder.decode(p) for p in payloads]
     first, second, third = _transactions(messages)
+    changes = [(change(p), m) for p, m in zip(payloads, messages, strict=True) if p[0] in ROW_CHANGES]
+    assert len(changes) == 10
+    for (kind, oid, new, old, key), message in changes:  # the stream's hot path reads what parse reads
+        assert chr(kind) == type(message).__name__[0] and oid == message.relation_oid  # type: ignore[attr-defined]
+        assert (new, old, key) == tuple(getattr(message, f, None) for f in ("new", "old", "key"))
 
     assert _kinds(first) == "Begin Relation Insert Insert Relation Insert Relation Insert Commit"
     assert _kinds(second) == "Begin Update Update Update Update Delete Delete LogicalMessage Commit"
@@ -206,11 +214,13 @@ def test_a_relation_and_its_insert_decode() -> None:
 
 @pytest.mark.parametrize("payload", [_relation_payload(), _insert_payload()], ids=["relation", "insert"])
 def test_a_cut_or_padded_message_is_malformed(payload: bytes) -> None:
-    for end in range(1, len(payload)):
-        with pytest.raises(PgOutputError, match="malformed"):
-            parse(payload[:end])
-    with pytest.raises(PgOutputError, match="1 bytes follow its last field"):
-        parse(payload + b"\0")
+    decoders = [parse, change] if payload[0] in ROW_CHANGES else [parse]
+    for decode in decoders:  # the stream's hot path checks what parse checks
+        for end in range(1, len(payload)):
+            with pytest.raises(PgOutputError, match="malformed"):
+                decode(payload[:end])
+        with pytest.raises(PgOutputError, match="1 bytes follow its last field"):
+            decode(payload + b"\0")
 
 
 @pytest.mark.parametrize(
@@ -228,6 +238,9 @@ def test_a_cut_or_padded_message_is_malformed(payload: bytes) -> None:
 def test_what_the_decoder_cannot_read_fails_and_says_why(payload: bytes, problem: str) -> None:
     with pytest.raises(PgOutputError, match=problem):
         parse(payload)
+    if payload[:1] and payload[0] in ROW_CHANGES:
+        with pytest.raises(PgOutputError, match=problem):
+            change(payload)
 
 
 def test_a_change_to_a_table_never_described_fails() -> None:
