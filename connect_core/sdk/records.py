@@ -195,6 +195,9 @@ class SourceBatch:
 
     records: Mapping[str, DataFrame | ArrowRecords] = field(default_factory=dict)
     positions: tuple[SourcePosition, ...] = ()
+    #: What the source tells about the system it reads (how much log a replication slot holds):
+    #: JSON values, kept in the run's stats as `source` (shown by `connect status` and REST's runs).
+    stats: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> SourceBatch:

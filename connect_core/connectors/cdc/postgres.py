@@ -91,6 +91,12 @@ class PostgresCdcSourceTask(SourceTask):
                 pgoutput.format_lsn(int(committed["lsn"])),
                 pgoutput.format_lsn(target),
             )
+        # what the slot holds on the server, and how far the committed position is behind, at the start
+        held = {
+            "slot": cfg.slot_name,
+            "wal_retained_bytes": slot["retained"],
+            "wal_behind_bytes": max(0, target - int(committed["lsn"])),
+        }
         stream = _Stream(cfg, {t.qualified: t for t in tables}, self.log)
         lsn = stream.read(int(committed["lsn"]), target)
         records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if len(changes)}
@@ -101,12 +107,12 @@ class PostgresCdcSourceTask(SourceTask):
             last = int(committed.get("ts_ms", 0))
             now = int(time.time() * 1000)
             if not cfg.heartbeat_interval_ms or now - last < cfg.heartbeat_interval_ms:
-                return SourceBatch.empty()
+                return SourceBatch(stats=held)
             offset["ts_ms"] = now
         elif records:
             offset["ts_ms"] = int(time.time() * 1000)
         self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), pgoutput.format_lsn(lsn))
-        return SourceBatch(records, (SourcePosition(partition, offset),))
+        return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
 
     def has_new_data(self, positions: Positions) -> bool | None:
         """No new WAL since the committed position: nothing to read (one query, no Spark)."""

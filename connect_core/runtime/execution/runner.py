@@ -71,6 +71,8 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     #: Records failed, skipped, retried, sent to the dead-letter topic (`errors.*`), when any were.
     counts: dict[str, int] = field(default_factory=dict)
+    #: What a source reported about the system it reads (`SourceBatch.stats`).
+    source: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -176,6 +178,7 @@ class TaskRunner:
                 **({"errors": result.counts} if result.counts else {}),
                 "rows": result.rows,
                 "segments": result.segments,
+                **({"source": result.source} if result.source else {}),
                 **where_it_runs(spark),
             }
             commit_started = time.monotonic()
@@ -225,6 +228,7 @@ class TaskRunner:
                 segments = self._stage(spark, lease, chain, batch.records, stamp, staged, result, letters)
                 segments += self._stage_dead_letters(spark, lease, letters, staged)
                 _faults.checkpoint("after_stage")
+                result.source = dict(batch.stats)
                 return segments, list(batch.positions)
             finally:
                 task.close()

@@ -83,6 +83,9 @@ def test_snapshot_then_stream_with_deletes(
     )
     second = runner.run("cdc", 0)
     assert second.state == "SUCCEEDED", second.message
+    # what the slot holds on the server, in the run's stats (status and REST show them)
+    held = runtime.connectors.last_runs("cdc", 1)[0]["stats"]["source"]
+    assert held["slot"] == source["slot.name"] and held["wal_retained_bytes"] > 0 and held["wal_behind_bytes"] > 0
     orders = _events(runtime, spark, "srv.public.orders")[3:]
     assert [(e["op"], e["__tombstone"]) for e in orders] == [("c", False), ("u", False), ("d", False), (None, True)]
     insert, update, delete, tombstone = orders
