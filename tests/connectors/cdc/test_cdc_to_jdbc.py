@@ -12,6 +12,7 @@ import pytest
 from connect_core.runtime.context import Runtime
 from connect_core.sdk.records import TopicPartition
 from tests.conftest import make_runner
+from tests.connectors.cdc._pipelines import replica_sink
 from tests.connectors.cdc._servers import PgServer, unique_name
 from tests.connectors.jdbc_helpers import Database, mariadb_target, sink_target, target  # noqa: F401  (fixtures)
 
@@ -42,19 +43,7 @@ def cdc(pg_db: PgServer, runtime: Runtime) -> PgServer:
 
 
 def _sink(target: Database, **extra: Any) -> dict[str, Any]:  # noqa: F811
-    return {
-        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-        "connection.url": target.jdbc_url,
-        "topics": "srv.public.items",
-        "table.name.format": "items",
-        "insert.mode": "upsert",
-        "pk.mode": "record_key",
-        "delete.enabled": "true",
-        "auto.create": "true",
-        "transforms": "unwrap",
-        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-        **extra,
-    }
+    return replica_sink(target.jdbc_url, "srv.public.items", **extra)
 
 
 def _changes(db: PgServer) -> None:

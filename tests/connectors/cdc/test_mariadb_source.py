@@ -16,6 +16,7 @@ from connect_core.runtime.context import Runtime
 from connect_core.runtime.topics.segments import read_topics
 from connect_core.sdk.records import TopicPartition
 from tests.conftest import make_runner
+from tests.connectors.cdc._pipelines import replica_sink
 from tests.connectors.cdc._servers import MariaDbServer
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
 
@@ -194,21 +195,7 @@ def test_mariadb_to_postgresql_converges_deletes_included(
         f"INSERT INTO `{db}`.items SELECT seq, concat('item ', seq), seq * 1.25 FROM seq_1_to_50",
     )
     runtime.create_connector("maria", {**_config(mariadb_db), "table.include.list": rf"{db}\.items"})
-    runtime.create_connector(
-        "sink",
-        {
-            "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-            "connection.url": target.jdbc_url,
-            "topics": f"maria.{db}.items",
-            "table.name.format": "items",
-            "insert.mode": "upsert",
-            "pk.mode": "record_key",
-            "delete.enabled": "true",
-            "auto.create": "true",
-            "transforms": "unwrap",
-            "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-        },
-    )
+    runtime.create_connector("sink", replica_sink(target.jdbc_url, f"maria.{db}.items"))
     runner = make_runner(runtime, spark)
     changes = [
         "INSERT INTO {t} VALUES (51, 'new', 1), (52, 'short-lived', 2)",

@@ -13,6 +13,7 @@ import pytest
 
 from connect_core.runtime.context import Runtime
 from tests.conftest import make_runner
+from tests.connectors.cdc._pipelines import replica_sink
 from tests.connectors.cdc._servers import MariaDbServer, PgServer, unique_name
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
 
@@ -79,21 +80,7 @@ def test_writes_during_the_snapshot_are_neither_lost_nor_doubled(
     config, execute, topic = _pg(db) if kind == "postgres" else _mariadb(db)
     table = "items" if kind == "postgres" else f"`{db.database}`.items"
     runtime.create_connector("cdc", config)
-    runtime.create_connector(
-        "sink",
-        {
-            "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-            "connection.url": target.jdbc_url,
-            "topics": topic,
-            "table.name.format": "items",
-            "insert.mode": "upsert",
-            "pk.mode": "record_key",
-            "delete.enabled": "true",
-            "auto.create": "true",
-            "transforms": "unwrap",
-            "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
-        },
-    )
+    runtime.create_connector("sink", replica_sink(target.jdbc_url, topic))
     stop, written = threading.Event(), [0]
 
     def writer() -> None:  # small transactions touching rows of every part of the table, all the time
