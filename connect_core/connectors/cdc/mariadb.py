@@ -84,16 +84,17 @@ class MariaDbCdcSourceTask(SourceTask):
                 return self._first_run(spark, cfg, conn, tables, partition, mariadb)
             if cfg.snapshot_mode == "initial_only":
                 return SourceBatch.empty()
-            _check_kept(conn, cfg, committed)
+            behind = _binlog_behind(conn, committed)
             end = _binlog_end(conn)
+        held = {"binlog_behind_bytes": behind}  # how far the committed position is behind, at the start
         stream = _Stream(cfg, {t.qualified: t for t in tables}, mariadb)
         position = stream.read(committed, end)
         records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if len(changes)}
         if not records and _coordinates(position) == _coordinates(committed):
-            return SourceBatch.empty()
+            return SourceBatch(stats=held)
         self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), _describe(position))
         offset = {**position, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
-        return SourceBatch(records, (SourcePosition(partition, offset),))
+        return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
 
     def has_new_data(self, positions: Positions) -> bool | None:
         """No binlog written since the committed position: nothing to read (one query, no Spark)."""
@@ -395,17 +396,18 @@ def _gtid_at(conn: Any, file: str, pos: int) -> str:
     return str(row[0])
 
 
-def _check_kept(conn: Any, cfg: MariaDbCdcConfig, committed: dict[str, Any]) -> None:
-    """The committed position's binlog file is still there (the server purges old ones)."""
+def _binlog_behind(conn: Any, committed: dict[str, Any]) -> int:
+    """The binlog's bytes after the committed position; FatalError if its file is purged (the
+    server deletes old files: `expire_logs_days`, `PURGE BINARY LOGS`)."""
     with conn.cursor() as cur:
         cur.execute("SHOW BINARY LOGS")
-        files = [str(row[0]) for row in cur.fetchall()]
-    if committed["file"] not in files:
-        raise FatalError(
-            _lost(
-                committed, f"binlog file {committed['file']} is purged (the oldest is {files[0] if files else 'none'})"
-            )
-        )
+        sizes = {str(row[0]): int(row[1]) for row in cur.fetchall()}
+    files = sorted(sizes, key=lambda name: _position_key((name, 0)))
+    if committed["file"] in sizes:
+        after = files[files.index(committed["file"]) :]
+        return max(0, sum(sizes[f] for f in after) - int(committed["pos"]))
+    oldest = files[0] if files else "none"
+    raise FatalError(_lost(committed, f"binlog file {committed['file']} is purged (the oldest is {oldest})"))
 
 
 def _lost(position: dict[str, Any], why: str) -> str:

@@ -97,6 +97,7 @@ def test_snapshot_then_stream_with_deletes(
     )
     second = runner.run("maria", 0)
     assert second.state == "SUCCEEDED", second.message
+    assert runtime.connectors.last_runs("maria", 1)[0]["stats"]["source"]["binlog_behind_bytes"] > 0
     events = _events(runtime, spark, topic)[3:]
     ops = [(e["op"], (e["after"] or e["before"] or {}).get("id"), e["__tombstone"]) for e in events]
     assert ops == [
