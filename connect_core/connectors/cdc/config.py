@@ -86,6 +86,14 @@ class PostgresCdcConfig(CdcConfig):
         alias="publication.autocreate.mode",
         description="Create the publication when missing: for all tables, for the included tables, or not.",
     )
+    snapshot_max_threads: int = Field(
+        default=1,
+        alias="snapshot.max.threads",
+        ge=1,
+        le=64,
+        description="Connections that read the initial snapshot at once (a big table with an integer key "
+        "in as many ranges of it), all in the slot's exported snapshot.",
+    )
     slot_drop_on_stop: bool = Field(
         default=False, alias="slot.drop.on.stop", description="Drop the slot when the connector is deleted."
     )

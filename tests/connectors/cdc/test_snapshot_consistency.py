@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from connect_core.connectors.cdc import postgres
 from connect_core.runtime.context import Runtime
 from tests.conftest import make_runner
 from tests.connectors.cdc._pipelines import replica_sink
@@ -35,6 +36,7 @@ def _pg(db: PgServer) -> tuple[dict[str, str], Callable[[str], None], str]:
         "slot.name": unique_name("slot"),
         "publication.name": unique_name("pub"),
         "table.include.list": "public.items",
+        "snapshot.max.threads": "3",  # read in 3 ranges of the key at once (see the test's patch)
     }
     conn = db.connect()
 
@@ -72,10 +74,17 @@ def _mariadb(db: MariaDbServer) -> tuple[dict[str, str], Callable[[str], None], 
 def test_writes_during_the_snapshot_are_neither_lost_nor_doubled(
     kind: str,
     request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
     runtime: Runtime,
     spark: Any,
     target: Database,  # noqa: F811
 ) -> None:
+    monkeypatch.setattr(postgres, "CHUNK_MIN_BYTES", 0)  # chunk even this small table
+    chunks: list[str] = []
+    read_chunk = postgres._read_chunk
+    monkeypatch.setattr(
+        postgres, "_read_chunk", lambda conn, chunk: chunks.append(chunk.where) or read_chunk(conn, chunk)
+    )
     db = request.getfixturevalue("pg_db" if kind == "postgres" else "mariadb_db")
     config, execute, topic = _pg(db) if kind == "postgres" else _mariadb(db)
     table = "items" if kind == "postgres" else f"`{db.database}`.items"
@@ -105,6 +114,8 @@ def test_writes_during_the_snapshot_are_neither_lost_nor_doubled(
         stop.set()
         thread.join(10)
     assert written[0] > 20, "the writer barely ran: the snapshot was not taken under writes"
+    if kind == "postgres":  # read by 3 connections, a range of the key each
+        assert len(chunks) == 3 and all(where.startswith('WHERE "id" >=') for where in chunks)
     for name in ("cdc", "sink"):  # the rest of the stream
         assert runner.run(name, 0).state == "SUCCEEDED"
     query = "SELECT count(*), sum(id), sum(n), sum(id * n) FROM {}"
