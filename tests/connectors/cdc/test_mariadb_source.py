@@ -214,3 +214,27 @@ def test_mariadb_to_postgresql_converges_deletes_included(
             assert result.state == "SUCCEEDED", result.message
         expected = [(i, label, amount) for i, label, amount in mariadb_db.rows(table.format(f"`{db}`.items"))]
         assert target.rows(table.format("items")) == expected
+
+
+def test_columns_added_and_dropped_between_runs_follow_the_log(
+    mariadb_db: MariaDbServer, runtime: Runtime, spark: Any, source: dict[str, str]
+) -> None:
+    runner = make_runner(runtime, spark)
+    assert runner.run("maria", 0).state == "SUCCEEDED"
+    notes = f"`{mariadb_db.database}`.notes"
+    mariadb_db.execute(
+        f"INSERT INTO {notes} VALUES (10, 'before')",
+        f"ALTER TABLE {notes} ADD COLUMN score int",
+        f"INSERT INTO {notes} VALUES (11, 'added', 7)",
+        f"ALTER TABLE {notes} DROP COLUMN body",
+        f"INSERT INTO {notes} VALUES (12, 8)",
+    )
+    result = runner.run("maria", 0)
+    assert result.state == "SUCCEEDED", result.message
+    events = _events(runtime, spark, f"{_db(runtime, mariadb_db)}.notes")[2:]
+    # each row as the log wrote it (the binlog's own column names), in the union of the columns
+    assert [e["after"] for e in events] == [
+        {"id": 10, "score": None, "body": "before"},
+        {"id": 11, "score": 7, "body": "added"},
+        {"id": 12, "score": 8, "body": None},
+    ]
