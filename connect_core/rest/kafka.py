@@ -46,10 +46,13 @@ def root() -> dict[str, Any]:
 
 @router.get("/health", summary="Whether the worker can serve requests (KIP-1017)")
 async def health(request: Request) -> JSONResponse:
-    """200 `healthy`, or 503 `unhealthy` with the reason (e.g. the metadata store is down)."""
+    """200 `healthy`; 503 `starting` while the metadata schema is behind this server's migrations;
+    503 `unhealthy` when the metadata store cannot be reached. Always with the reason."""
     try:
         svc = await service(request)
-        await run_in_threadpool(svc.check_store)
+        behind = await run_in_threadpool(svc.check_store)
+        if behind is not None:
+            return JSONResponse(status_code=503, content={"status": "starting", "message": behind})
     except Exception as exc:
         answer = answer_for(exc)
         return JSONResponse(

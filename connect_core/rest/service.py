@@ -107,9 +107,19 @@ class ConnectService:
     def server_info(self) -> dict[str, Any]:
         return server_info()
 
-    def check_store(self) -> None:
-        """One round trip to the metadata store (for /health); raises what the driver raised."""
-        self.rt.connectors.change_count()
+    def check_store(self) -> str | None:
+        """One round trip to the metadata store (for /health): why this server cannot serve yet (the
+        schema is not at this code's migrations), or None; raises what the driver raised."""
+        from connect_core.runtime.store import migrate
+
+        with self.rt.engine.connect() as conn:
+            at = migrate.current(conn)
+        if at != migrate.head():
+            return (
+                f"the metadata schema is at revision {at or 'none'}, this server needs {migrate.head()}: "
+                "run `connect db upgrade` (servers also upgrade it when they start)"
+            )
+        return None
 
     def _changed(self) -> None:
         """This service wrote: drop what it keeps, so that its next read sees the write."""

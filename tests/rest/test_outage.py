@@ -120,3 +120,27 @@ def test_a_store_that_never_answers_is_a_503_within_the_connect_timeout(
         _assert_store_unavailable(response, pg)
         connect_timeout = Settings().db_connect_timeout
         assert took < connect_timeout + 2, f"a 503 after {took:.1f} s"
+
+
+def test_health_says_starting_while_the_schema_is_behind_this_server(served: tuple[Served, Runtime]) -> None:
+    from sqlalchemy import text
+
+    from connect_core.runtime.store import migrate
+
+    api, rt = served
+    with httpx.Client(base_url=api.url, timeout=30) as client:
+        assert client.get("/health").json()["status"] == "healthy"
+        with rt.engine.begin() as conn:  # as if an older server (or a downgrade) left the schema behind
+            conn.execute(text("UPDATE connect.alembic_version SET version_num = '0005'"))
+        try:
+            health = client.get("/health")
+            assert health.status_code == 503
+            assert health.json() == {
+                "status": "starting",
+                "message": f"the metadata schema is at revision 0005, this server needs {migrate.head()}: "
+                "run `connect db upgrade` (servers also upgrade it when they start)",
+            }
+        finally:
+            with rt.engine.begin() as conn:
+                conn.execute(text("UPDATE connect.alembic_version SET version_num = :v"), {"v": migrate.head()})
+        assert client.get("/health").json()["status"] == "healthy"

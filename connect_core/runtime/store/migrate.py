@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, text
 
-__all__ = ["MIGRATIONS_DIR", "downgrade", "upgrade"]
+from connect_core.runtime.store.models import SCHEMA
+
+__all__ = ["MIGRATIONS_DIR", "current", "downgrade", "head", "upgrade"]
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
 
@@ -32,3 +36,19 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, revision)
+
+
+@cache
+def head() -> str:
+    """The revision this code's migrations end at."""
+    found = ScriptDirectory.from_config(_config()).get_current_head()
+    assert found is not None, "the migrations have no head"
+    return found
+
+
+def current(conn: Connection) -> str | None:
+    """The revision the metadata schema is at (None: never migrated)."""
+    exists = conn.execute(text("SELECT to_regclass(:t)"), {"t": f"{SCHEMA}.alembic_version"}).scalar()
+    if exists is None:
+        return None
+    return conn.execute(text(f'SELECT version_num FROM "{SCHEMA}".alembic_version')).scalar()
