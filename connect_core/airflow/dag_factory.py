@@ -40,7 +40,7 @@ from airflow.sdk import (
 from sqlalchemy import BigInteger, Engine, cast, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import BIT
 
-from connect_core.airflow.operator import ConnectTaskOperator
+from connect_core.airflow.operator import TOPIC_ASSET_PREFIX, ConnectTaskOperator
 from connect_core.airflow.rebalance import REBALANCE_DAG_ID, rebalance_dag
 from connect_core.runtime.airflow_client import DAG_PREFIX, airflow_pool_for, dag_id_for
 from connect_core.runtime.plugins import PluginRegistry
@@ -68,7 +68,7 @@ START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
 
 def topic_asset(topic: str) -> Asset:
     """The Airflow Asset of a topic: source tasks emit it, sink DAGs are scheduled on it."""
-    return Asset(name=f"connect.topic.{topic}", uri=f"connect://topics/{topic}", group="connect")
+    return Asset(name=f"{TOPIC_ASSET_PREFIX}{topic}", uri=f"connect://topics/{topic}", group="connect")
 
 
 def build_dags(

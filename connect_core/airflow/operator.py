@@ -43,7 +43,11 @@ from connect_core.runtime.execution.submit import (
 from connect_core.runtime.execution.worker_client import WorkerGone, find_worker, fingerprint, run_on_worker
 from connect_core.runtime.security import mask_text, masker
 from connect_core.runtime.store.connectors import ConnectorInfo
+from connect_core.runtime.topics.store import Segment
 from connect_core.sdk.errors import ConfigError, FatalError
+
+#: A topic's Asset is named this and the topic (dag_factory.topic_asset).
+TOPIC_ASSET_PREFIX = "connect.topic."
 
 __all__ = ["DEFAULT_SPARK_CONN_ID", "NO_RETRY_KINDS", "ConnectRunFailed", "ConnectTaskOperator", "root_cause"]
 
@@ -107,6 +111,7 @@ class ConnectTaskOperator(SparkSubmitOperator):
             except Exception as exc:  # spark-submit's exit code; the run's own record says why
                 failure = exc
             run = _last_run(runtime, self.connector, self.connect_task_id)
+            landed = runtime.topics.run_segments(run["run_id"]) if run and run["state"] == "SUCCEEDED" else []
         finally:
             runtime.close()
         fresh = run is not None and run["run_id"] != before
@@ -129,6 +134,37 @@ class ConnectTaskOperator(SparkSubmitOperator):
         )
         if info.type == "source" and not run["stats"].get("rows"):
             raise AirflowSkipException("the micro-batch was empty: no new data for sinks")
+        self._announce(context, run, landed)
+
+    def _announce(self, context: Any, run: dict[str, Any], landed: Sequence[Segment]) -> None:
+        """Each topic's Asset event says what landed in it (rows, offsets by partition, the run), so a
+        downstream DAG can read it from the event's `extra`."""
+        events = context.get("outlet_events") if context else None
+        if events is None:
+            return
+        by_topic: dict[str, list[Segment]] = {}
+        for segment in landed:
+            by_topic.setdefault(segment.topic, []).append(segment)
+        for outlet in self.outlets:
+            name = getattr(outlet, "name", "")
+            segments = (
+                by_topic.get(name.removeprefix(TOPIC_ASSET_PREFIX)) if name.startswith(TOPIC_ASSET_PREFIX) else None
+            )
+            if not segments:
+                continue
+            offsets: dict[str, list[int]] = {}
+            for s in segments:  # [first offset, end offset) per partition
+                span = offsets.setdefault(str(s.partition), [s.start_offset, s.end_offset])
+                span[0], span[1] = min(span[0], s.start_offset), max(span[1], s.end_offset)
+            events[outlet].extra.update(
+                {
+                    "connector": self.connector,
+                    "task": self.connect_task_id,
+                    "run_id": run["run_id"],
+                    "rows": sum(s.row_count for s in segments),
+                    "offsets": offsets,
+                }
+            )
 
     def _prepare(self, runtime: Runtime) -> ConnectorInfo:
         """Whether to run (else skip), where, and with what: the hook's master, environment and conf."""

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from connect_core.runtime.context import Runtime
 from tests.airflow.conftest import AirflowCli
@@ -17,13 +20,35 @@ from tests.conftest import file_pair
 pytestmark = pytest.mark.spark_submit
 
 
-def test_file_pair_through_airflow_dags_test(airflow: AirflowCli, runtime: Runtime, tmp_path: Path) -> None:
+def _asset_extras(airflow_db: str) -> list[dict[str, Any]]:
+    """The extras of the topic Asset events in Airflow's database, oldest first."""
+    engine = create_engine(airflow_db)
+    try:
+        with engine.connect() as conn:
+            query = (
+                "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                "WHERE a.name = 'connect.topic.fileTopic' ORDER BY e.id"
+            )
+            return [json.loads(x) if isinstance(x, str) else x for (x,) in conn.execute(text(query))]
+    finally:
+        engine.dispose()
+
+
+def test_file_pair_through_airflow_dags_test(
+    airflow: AirflowCli, airflow_db: str, runtime: Runtime, tmp_path: Path
+) -> None:
     source, sink = file_pair(runtime, tmp_path)
     source.write_text("one\ntwo\n")
+    before = len(_asset_extras(airflow_db))
 
     airflow("dags", "test", "connect__fileSourceConnector")
     airflow("dags", "test", "connect__fileSinkConnector")
     assert sink.read_text() == "one\ntwo\n"
+    # the topic's Asset event says what landed, for a downstream DAG to read
+    run_id = runtime.connectors.last_runs("fileSourceConnector", 1)[0]["run_id"]
+    assert _asset_extras(airflow_db)[before:] == [
+        {"connector": "fileSourceConnector", "task": 0, "run_id": run_id, "rows": 2, "offsets": {"0": [0, 2]}}
+    ]
 
     with source.open("a") as f:
         f.write("three\n")

@@ -168,6 +168,14 @@ class TopicStore:
         s.flush()
         return _segment(row)
 
+    def run_segments(self, run_id: int) -> list[Segment]:
+        """What run `run_id` committed to its topics."""
+        with self._sessions() as s:
+            rows = s.scalars(
+                select(TopicSegmentRow).where(TopicSegmentRow.run_id == run_id).order_by(TopicSegmentRow.id)
+            ).all()
+            return [_segment(r) for r in rows]
+
     def all_segments(self, topics: Iterable[str]) -> list[Segment]:
         with self._sessions() as s:
             rows = s.scalars(
