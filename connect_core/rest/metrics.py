@@ -1,0 +1,312 @@
+"""`GET /metrics`: Kafka Connect's metrics in Prometheus' text format, read at scrape time.
+
+Nothing is counted in this process: the REST server may be several processes and the runs
+happen elsewhere, so every scrape reads the metadata store (a handful of set-based queries,
+whatever the number of connectors: `connect_core.runtime.store.metrics`) and a
+`prometheus_client` collector turns that one read into metric families.
+
+Kafka's metric groups and names become `kafka_connect_<group>_<name>` (the group without its
+`-metrics`, dashes as underscores), labelled `connector`, `task` (and `topic`, `partition`,
+`pool`, `type`, `state`); counters end in `_total` as Prometheus names them, times are in
+milliseconds as Kafka's, timestamps in seconds as Prometheus'. For example:
+
+=====================================================  =================================================
+Kafka (group / name)                                   Prometheus
+=====================================================  =================================================
+connector-metrics status                               kafka_connect_connector_status{state} 1
+connector-task-metrics status                          kafka_connect_connector_task_status{state} 1
+connector-task-metrics batch-size-avg                  kafka_connect_connector_task_batch_size_avg
+connector-task-metrics offset-commit-avg-time-ms       kafka_connect_connector_task_offset_commit_avg_time_ms
+source-task-metrics source-record-poll-total           kafka_connect_source_task_source_record_poll_total
+sink-task-metrics sink-record-lag-max                  kafka_connect_sink_task_sink_record_lag_max
+task-error-metrics total-record-errors                 kafka_connect_task_error_record_errors_total
+task-error-metrics last-error-timestamp                kafka_connect_task_error_last_error_timestamp_seconds
+connect-worker-rebalance-metrics completed-rebalances  kafka_connect_worker_rebalance_completed_rebalances_total
+=====================================================  =================================================
+
+A micro-batch run is the unit here: a source's "poll" is a run's read, a sink's "put" a run's
+write, an "offset commit" a run's commit. Labels hold only connector names, task ids, topics,
+partitions and pools: never a config value. The route has the app's auth, as every route; a
+metadata store that cannot be reached answers 503 with the reason (`errors.answer_for`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from starlette.concurrency import run_in_threadpool
+
+from connect_core.rest.deps import service
+from connect_core.rest.errors import storable_params
+from connect_core.rest.service import ConnectService
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.store.connectors import ConnectorStatus, Page
+from connect_core.runtime.store.metrics import MetricsSnapshot, MetricsStore, TaskRunTotals
+
+__all__ = ["ConnectCollector", "read_collector", "router"]
+
+router = APIRouter(tags=["Metrics"], dependencies=[Depends(storable_params)])
+Svc = Annotated[ConnectService, Depends(service)]
+
+_PREFIX = "kafka_connect"
+_TASK = ("connector", "task")
+
+
+@dataclass(frozen=True)
+class _RunMetric:
+    """A metric of each task's run totals: `value` None means no sample (e.g. no committed run yet)."""
+
+    name: str
+    doc: str
+    value: Callable[[TaskRunTotals], float | None]
+    counter: bool = False
+    type: str | None = None  # only the tasks of source or of sink connectors
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+def _success(r: TaskRunTotals) -> float | None:
+    ended = r.succeeded + r.failed
+    return r.succeeded / ended if ended else None
+
+
+_RUN_METRICS = (
+    _RunMetric("connector_task_batch_size_avg", "Records per committed run (batch-size-avg).", lambda r: r.batch_avg),
+    _RunMetric(
+        "connector_task_batch_size_max", "Most records of a committed run (batch-size-max).", lambda r: r.batch_max
+    ),
+    _RunMetric(
+        "connector_task_offset_commit_avg_time_ms",
+        "Time a run's commit took, where runs record it (offset-commit-avg-time-ms).",
+        lambda r: _ms(r.commit_avg_s),
+    ),
+    _RunMetric(
+        "connector_task_offset_commit_success_percentage",
+        "Runs that committed, of those that ended (offset-commit-success-percentage, 0-1).",
+        _success,
+    ),
+    _RunMetric(
+        "source_task_source_record_poll",
+        "Records read by committed runs, including those set aside as errors (source-record-poll-total).",
+        lambda r: r.records + r.errored,
+        counter=True,
+        type="source",
+    ),
+    _RunMetric(
+        "source_task_source_record_write",
+        "Records written to topics by committed runs (source-record-write-total).",
+        lambda r: r.records,
+        counter=True,
+        type="source",
+    ),
+    _RunMetric(
+        "source_task_poll_batch_avg_time_ms",
+        "A committed run's read and staging time, average (poll-batch-avg-time-ms).",
+        lambda r: _ms(r.work_avg_s),
+        type="source",
+    ),
+    _RunMetric(
+        "source_task_poll_batch_max_time_ms",
+        "A committed run's read and staging time, longest (poll-batch-max-time-ms).",
+        lambda r: _ms(r.work_max_s),
+        type="source",
+    ),
+    _RunMetric(
+        "sink_task_sink_record_read",
+        "Records read from topics by committed runs (sink-record-read-total).",
+        lambda r: r.records,
+        counter=True,
+        type="sink",
+    ),
+    _RunMetric(
+        "sink_task_sink_record_send",
+        "Records read and not set aside as errors (sink-record-send-total).",
+        lambda r: max(r.records - r.errored, 0),
+        counter=True,
+        type="sink",
+    ),
+    _RunMetric(
+        "sink_task_put_batch_avg_time_ms",
+        "A committed run's write time, average (put-batch-avg-time-ms).",
+        lambda r: _ms(r.work_avg_s),
+        type="sink",
+    ),
+    _RunMetric(
+        "sink_task_put_batch_max_time_ms",
+        "A committed run's write time, longest (put-batch-max-time-ms).",
+        lambda r: _ms(r.work_max_s),
+        type="sink",
+    ),
+    _RunMetric(
+        "sink_task_offset_commit_completion",
+        "Offset commits: committed runs (offset-commit-completion-total).",
+        lambda r: r.succeeded,
+        counter=True,
+        type="sink",
+    ),
+    _RunMetric(
+        "task_error_last_error_timestamp_seconds",
+        "When the task's last run failed or set records aside (last-error-timestamp).",
+        lambda r: r.last_error_at.timestamp() if r.last_error_at else None,
+    ),
+)
+
+#: Kafka's task-error-metrics, by the key the runner counts them under in a task's error totals.
+_ERROR_COUNTERS = (
+    ("failed", "record_errors", "Records that failed in a transform or the task (total-record-errors)."),
+    ("skipped", "records_skipped", "Records skipped under errors.tolerance=all (total-records-skipped)."),
+    ("retried", "retries", "Retries of a run's operation (total-retries)."),
+    (
+        "dead_lettered",
+        "deadletterqueue_produce_requests",
+        "Records written to the dead-letter topic (deadletterqueue-produce-requests).",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class ConnectCollector:
+    """Metric families of one read of the metadata store (a `prometheus_client` collector).
+
+    Each family is built when the encoder asks for it and dropped once written: a scrape of
+    thousands of tasks holds one family's samples at a time, not all of them."""
+
+    statuses: Sequence[ConnectorStatus]
+    snapshot: MetricsSnapshot
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._states()
+        for spec in _RUN_METRICS:
+            yield self._runs(spec)
+        yield from self._lags()
+        for key, name, doc in _ERROR_COUNTERS:
+            yield self._errors(key, name, doc)
+        yield from self._pools()
+
+    def _states(self) -> Iterator[Metric]:
+        connectors = _gauge(
+            "connector_status", "The connector's state (1 for the current one).", "connector", "type", "state"
+        )
+        for st in self.statuses:
+            connectors.add_metric([st.name, st.type, st.state], 1)
+        yield connectors
+        tasks = _gauge("connector_task_status", "The task's state (1 for the current one).", *_TASK, "state")
+        for st in self.statuses:
+            for t in st.tasks:
+                tasks.add_metric([st.name, str(t.id), t.state], 1)
+        yield tasks
+        yield GaugeMetricFamily(
+            f"{_PREFIX}_worker_connector_count", "Connectors (connector-count).", len(self.statuses)
+        )
+        task_count = sum(len(st.tasks) for st in self.statuses)
+        yield GaugeMetricFamily(f"{_PREFIX}_worker_task_count", "Tasks with a status (task-count).", task_count)
+
+    def _runs(self, spec: _RunMetric) -> Metric:
+        family = _counter(spec.name, spec.doc, *_TASK) if spec.counter else _gauge(spec.name, spec.doc, *_TASK)
+        for r in self.snapshot.runs:
+            if spec.type is None or r.type == spec.type:
+                value = spec.value(r)
+                if value is not None:
+                    family.add_metric([r.connector, str(r.task)], value)
+        return family
+
+    def _lags(self) -> Iterator[Metric]:
+        lag = _gauge(
+            "sink_task_sink_record_lag",
+            "Records of the topic partition the sink has not committed (its end offset minus the sink's offset).",
+            *_TASK,
+            "topic",
+            "partition",
+        )
+        most: dict[tuple[str, int], int] = {}
+        for item in self.snapshot.lags:
+            lag.add_metric([item.connector, str(item.task), item.topic, str(item.partition)], item.lag)
+            key = (item.connector, item.task)
+            most[key] = max(most.get(key, 0), item.lag)
+        yield lag
+        lag_max = _gauge(
+            "sink_task_sink_record_lag_max", "The task's largest partition lag (sink-record-lag-max).", *_TASK
+        )
+        for (connector, task), value in most.items():
+            lag_max.add_metric([connector, str(task)], value)
+        yield lag_max
+
+    def _errors(self, key: str, name: str, doc: str) -> Metric:
+        """Every task's total, 0 included: a counter that exists from the start shows its first increase."""
+        family = _counter(f"task_error_{name}", doc, *_TASK)
+        for st in self.statuses:
+            for t in st.tasks:
+                family.add_metric([st.name, str(t.id)], int(t.errors.get(key, 0)))
+        return family
+
+    def _pools(self) -> Iterator[Metric]:
+        pools = self.snapshot.pools
+        for name, doc, value in (
+            ("pool_alive", "Whether the Spark pool (a Connect worker) heartbeats (1) or not (0).", lambda p: p.alive),
+            ("pool_capacity", "Concurrent tasks the pool runs.", lambda p: p.capacity),
+            (
+                "pool_seconds_since_heartbeat",
+                "Seconds since the pool's last heartbeat.",
+                lambda p: p.seconds_since_heartbeat,
+            ),
+            ("pool_assigned_tasks", "Tasks assigned to the pool.", lambda p: p.tasks),
+            ("pool_assigned_connectors", "Connectors assigned to the pool.", lambda p: p.connectors),
+        ):
+            family = _gauge(name, doc, "pool")
+            for p in pools:
+                family.add_metric([p.pool], float(value(p)))
+            yield family
+        generation = self.snapshot.rebalance_generation
+        yield CounterMetricFamily(
+            f"{_PREFIX}_worker_rebalance_completed_rebalances",
+            "Rebalances that changed an assignment (completed-rebalances-total).",
+            generation,
+        )
+        yield GaugeMetricFamily(
+            f"{_PREFIX}_worker_rebalance_epoch", "The assignment's rebalance generation (epoch).", generation
+        )
+        if self.snapshot.last_rebalance_at is not None:
+            yield GaugeMetricFamily(
+                f"{_PREFIX}_worker_rebalance_last_rebalance_timestamp_seconds",
+                "When the last rebalance committed.",
+                self.snapshot.last_rebalance_at.timestamp(),
+            )
+
+
+def _gauge(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{_PREFIX}_{name}", doc, labels=labels)
+
+
+def _counter(name: str, doc: str, *labels: str) -> CounterMetricFamily:
+    return CounterMetricFamily(f"{_PREFIX}_{name}", doc, labels=labels)  # exposed with `_total`
+
+
+def read_collector(runtime: Runtime) -> ConnectCollector:
+    """One scrape's read: the status listing (one query) and the metrics snapshot (four), at once
+    on two connections, so that a scrape waits for the slower of the two rather than for both."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics-read") as pool:
+        listing = pool.submit(runtime.connectors.listing, Page(), status=True)
+        snapshot = MetricsStore(runtime.engine).snapshot(runtime.settings.heartbeat_timeout)
+        statuses = listing.result().statuses
+    return ConnectCollector(tuple(statuses.values()), snapshot)
+
+
+def _render(runtime: Runtime, accept: str) -> tuple[bytes, str]:
+    encoder, content_type = choose_encoder(accept)
+    return encoder(read_collector(runtime)), content_type
+
+
+@router.get("/metrics", summary="Kafka Connect's metrics in Prometheus' text format (extension)")
+async def metrics(svc: Svc, request: Request) -> Response:
+    """Read and rendered off the event loop; a store that is down raises a store error, which the
+    app's handlers answer 503 with `Retry-After` and a message naming the store."""
+    body, content_type = await run_in_threadpool(_render, svc.rt, request.headers.get("accept", ""))
+    return Response(content=body, headers={"Content-Type": content_type})
