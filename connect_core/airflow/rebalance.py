@@ -35,6 +35,7 @@ from connect_core.runtime.cluster.rebalancer import Rebalancer, sync_airflow_poo
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.store.db import database_url, make_engine
 from connect_core.runtime.store.retention import prune
+from connect_core.runtime.topics.retention import apply_retention
 
 __all__ = ["REBALANCE_DAG_ID", "PoolChangeTrigger", "RebalanceSensor", "rebalance_dag"]
 
@@ -63,6 +64,7 @@ PRUNE_EVERY = 3600.0
 
 def _prune(engine: Engine, settings: Settings) -> None:
     try:
+        apply_retention(engine, settings.topic_retention_ms)  # first: it frees the runs its segments held
         prune(engine, settings.history_retention_days)
     except Exception as exc:  # a prune that fails is retried next hour; the sensor keeps watching
         log.warning("pruning the metadata's history failed: %s", exc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from connect_core.cli import _apply, _local, _manage, _pools  # noqa: F401  (they register their commands)
+from connect_core.cli import _apply, _local, _manage, _pools, _topics  # noqa: F401  (they register their commands)
 from connect_core.cli._app import app
 from connect_core.runtime.security import install_log_masking
 

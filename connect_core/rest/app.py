@@ -17,7 +17,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 
 from connect_core import __version__
-from connect_core.rest import kafka, metrics, pools, rocketmq
+from connect_core.rest import kafka, metrics, pools, rocketmq, topics
 from connect_core.rest.edge import EdgeMiddleware, EdgePolicy
 from connect_core.rest.errors import install_error_handlers
 from connect_core.rest.service import ConnectService
@@ -79,6 +79,7 @@ def create_app(
     app.include_router(kafka.router)
     app.include_router(pools.router)
     app.include_router(metrics.router)
+    app.include_router(topics.router)
     app.include_router(rocketmq.prefixed_router, prefix="/rocketmq")
     app.add_middleware(EdgeMiddleware, policy=edge or EdgePolicy())
     return app

@@ -104,6 +104,18 @@ class RestClient:
     def alter_offsets(self, name: str, offsets: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         return dict(self._call("PATCH", f"/connectors/{name}/offsets", json={"offsets": list(offsets)}))
 
+    def list_topics(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/topics"))
+
+    def describe_topic(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/topics/{name}"))
+
+    def set_topic_config(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._call("PUT", f"/topics/{name}/config", json=config))
+
+    def apply_topic_retention(self, dry_run: bool = False) -> dict[str, Any]:
+        return dict(self._call("POST", "/topics/retention", params={"dryRun": str(dry_run).lower()}))
+
     def reset_offsets(self, name: str) -> dict[str, str]:
         return dict(self._call("DELETE", f"/connectors/{name}/offsets"))
 

@@ -555,6 +555,40 @@ class ConnectService:
             self.rt.alter_sink_offsets(name, changes)
         return {"message": "The offsets for this connector have been altered successfully"}
 
+    # -- topics ------------------------------------------------------------------------------
+
+    def list_topics(self) -> list[dict[str, Any]]:
+        """Every topic: partitions, segments and rows kept, end offsets, retention, its sinks' lag."""
+        return self.rt.topics.describe(self.rt.settings.topic_retention_ms)
+
+    def describe_topic(self, name: str) -> dict[str, Any]:
+        for topic in self.list_topics():
+            if topic["name"] == name:
+                return topic
+        raise NotFoundError(f"topic `{name}` not found")
+
+    def set_topic_config(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        """Merge `config` (`retention.ms`; null: back to the default) into the topic's."""
+        try:
+            self.rt.topics.set_config(name, config)
+        except KeyError:
+            raise NotFoundError(f"topic `{name}` not found") from None
+        except ValueError as exc:
+            raise ConfigError(str(exc), {key: [str(exc)] for key in config}) from None
+        return self.describe_topic(name)
+
+    def apply_topic_retention(self, dry_run: bool = False) -> dict[str, Any]:
+        """Delete (or with `dry_run` list) the segments past retention that every sink has committed."""
+        from connect_core.runtime.topics.retention import apply_retention, expired
+
+        default = self.rt.settings.topic_retention_ms
+        found = expired(self.rt.engine, default) if dry_run else apply_retention(self.rt.engine, default)
+        segments = [
+            {"topic": e.topic, "partition": e.partition, "offsets": [e.start_offset, e.end_offset], "rows": e.row_count}
+            for e in found
+        ]
+        return {"dry_run": dry_run, "segments": segments, "rows": sum(e.row_count for e in found)}
+
     def reset_offsets(self, name: str) -> dict[str, str]:
         self._stopped(name)
         self.rt.reset_offsets(name)

@@ -65,6 +65,12 @@ class Settings(BaseSettings):
         description="Days finished task runs (with their stats) and rebalance log rows are kept; each task's "
         "latest run and the latest rebalance are always kept. 0: keep everything.",
     )
+    topic_retention_ms: int = Field(
+        default=7 * 24 * 3600 * 1000,
+        ge=-1,
+        description="How long a topic's segments are kept once every sink reading it has committed them, "
+        "unless the topic says otherwise (`retention.ms`; Kafka's default, 7 days); -1: for ever.",
+    )
     airflow_dag_shards: int = Field(
         default=16,
         ge=1,

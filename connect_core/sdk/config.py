@@ -164,6 +164,13 @@ class ConnectorConfig(BaseModel):
         default=60, alias="retry.delay.seconds", ge=0, description="Wait before retrying a failed task run."
     )
     owner: str = Field(default="connect", min_length=1, description="Owner shown on the connector's DAG.")
+    topic_creation_default_retention_ms: int | None = Field(
+        default=None,
+        alias="topic.creation.default.retention.ms",
+        ge=-1,
+        description="A source's topics, when it creates them: their `retention.ms` (Kafka's KIP-158 key; "
+        "-1: kept for ever; default: the runtime's `topic_retention_ms`).",
+    )
     precheck: bool = Field(
         default=True,
         description="Before a run, ask the connector (without Spark) whether anything is new; skip the run if not.",

@@ -256,13 +256,15 @@ class TaskRunner:
         records a transform set aside go to the run's dead letters."""
         segments = []
         partition_count = int(lease.connector_config.get("topic.partitions", 1))
+        retention = lease.connector_config.get("topic.creation.default.retention.ms")
+        topic_config = {"retention.ms": int(retention)} if retention is not None else None
         for topic, topic_records in records.items():
             transformed = transform_source(chain, topic, stamp_source(topic_records, stamp))
             try:
                 for errant in transformed.errant:
                     letters.report(errant)
                 for out_topic, out in transformed.by_topic.items():
-                    partitions = self._topics.ensure_topic(out_topic, partition_count)
+                    partitions = self._topics.ensure_topic(out_topic, partition_count, topic_config)
                     partition = lease.task_id % partitions
                     path = self._topics.segment_path(out_topic, partition, lease.run_id)
                     if path not in staged:

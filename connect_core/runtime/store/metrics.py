@@ -23,6 +23,8 @@ from datetime import datetime
 
 from sqlalchemy import Engine, text
 
+from connect_core.runtime.store.readers import SINK_TOPICS
+
 __all__ = ["MetricsSnapshot", "MetricsStore", "PoolLoad", "SinkLag", "TaskRunTotals"]
 
 
@@ -121,24 +123,11 @@ _RUNS = text(
     """
 )
 
-# A sink's topics are in its config as a list or a comma-separated string (`connect.topicnames`
-# first, as the sink config model reads them). Only topics that exist are joined: a config value
-# never becomes a label unless it names a real topic. Partition p belongs to task p mod tasks.
+# Only topics that exist are joined (`readers.SINK_TOPICS` reads them from the sinks' configs): a
+# config value never becomes a label unless it names a real topic.
 _LAGS = text(
-    """
-    WITH sinks AS (
-        SELECT c.name, coalesce(c.config->'connect.topicnames', c.config->'topics') AS topics,
-               greatest((SELECT count(*) FROM connect.task_configs t WHERE t.connector = c.name), 1) AS tasks
-        FROM connect.connectors c
-        WHERE c.type = 'sink'),
-    sink_topics AS (
-        SELECT DISTINCT s.name, s.tasks, btrim(t.topic) AS topic
-        FROM sinks s
-        CROSS JOIN LATERAL (
-            SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(s.topics) = 'array' THEN s.topics END)
-            UNION ALL
-            SELECT regexp_split_to_table(CASE WHEN jsonb_typeof(s.topics) = 'string' THEN s.topics #>> '{}' END, ',')
-        ) AS t(topic))
+    SINK_TOPICS
+    + """
     SELECT st.name AS connector, (p.partition % st.tasks)::int AS task, p.topic, p.partition,
            p.next_offset AS end_offset, coalesce(o.offset, 0) AS committed
     FROM sink_topics st

@@ -151,6 +151,8 @@ class TopicRow(Base):
     name: Mapped[str] = mapped_column(Text, primary_key=True)
     partitions: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = _now()
+    # The topic's own settings (`retention.ms`), migration 0008; missing keys take the defaults.
+    config: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
 
 
 class TopicPartitionRow(Base):
@@ -280,7 +282,7 @@ class TopicSegmentRow(Base):
     end_offset: Mapped[int] = mapped_column(BigInteger)  # exclusive
     row_count: Mapped[int] = mapped_column(BigInteger)
     path: Mapped[str] = mapped_column(Text)
-    run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(TaskRunRow.id))
+    run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(TaskRunRow.id), index=True)  # migration 0008
     created_at: Mapped[datetime] = _now()
 
 

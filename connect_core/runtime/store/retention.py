@@ -4,7 +4,8 @@ Finished task runs (and their stats) and rebalance log rows older than
 `history_retention_days` are deleted, in batches so that no statement holds
 locks for long. Kept whatever their age: a run still RUNNING, a run whose staged
 files are not cleaned up yet (the next run deletes them by that record), each
-task's latest run and the one its status points to, and the latest rebalance.
+task's latest run and the one its status points to, a run whose topic segments are still there
+(topic retention deletes them: `runtime.topics.retention`), and the latest rebalance.
 Error totals live on the task's status row, so pruning runs loses none of them.
 The rebalance sensor prunes about once an hour (`connect_core.airflow.rebalance`).
 """
@@ -30,6 +31,7 @@ _RUNS = text(
           AND EXISTS (SELECT 1 FROM connect.task_runs n
                       WHERE n.connector = r.connector AND n.task_id = r.task_id AND n.id > r.id)
           AND NOT EXISTS (SELECT 1 FROM connect.task_status s WHERE s.last_run_id = r.id)
+          AND NOT EXISTS (SELECT 1 FROM connect.topic_segments g WHERE g.run_id = r.id)
         ORDER BY r.finished_at
         LIMIT :batch)
     """

@@ -437,6 +437,12 @@ def _delete(spark: SparkSession, path: str) -> bool:
 _ARROW_SCHEMES = {"s3a": "s3", "s3n": "s3"}
 
 
+def delete_file(path: str) -> bool:
+    """Recursively delete `path` without Spark, with pyarrow's file systems (topic retention runs
+    where no Spark is); True when something was deleted."""
+    return _arrow_delete(path)
+
+
 def _arrow_delete(path: str) -> bool:
     """Recursively delete `path` (a URI) with pyarrow's file systems, as Hadoop's `delete(path, true)`:
     nothing when it does not exist. True when something was deleted."""

@@ -19,12 +19,14 @@ import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.store.models import ClusterRow, TopicPartitionRow, TopicRow, TopicSegmentRow
+from connect_core.runtime.store.readers import SINK_TOPICS
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
 
@@ -78,11 +80,14 @@ class TopicStore:
         name = check_topic_name(topic)
         return f"{self.base_path}/{self.cluster_id()}/{name}/partition={partition}/run={run_id}"
 
-    def ensure_topic(self, name: str, partitions: int = 1) -> int:
-        """Create the topic if it is new; returns its partition count (an existing topic keeps its own)."""
+    def ensure_topic(self, name: str, partitions: int = 1, config: dict[str, Any] | None = None) -> int:
+        """Create the topic if it is new, with `config` (`retention.ms`); returns its partition count
+        (an existing topic keeps its own partitions and config)."""
         check_topic_name(name)
         with self._sessions.begin() as s:
-            s.execute(insert(TopicRow).values(name=name, partitions=partitions).on_conflict_do_nothing())
+            s.execute(
+                insert(TopicRow).values(name=name, partitions=partitions, config=config or {}).on_conflict_do_nothing()
+            )
             count = s.scalars(select(TopicRow.partitions).where(TopicRow.name == name)).one()
             s.execute(
                 insert(TopicPartitionRow)
@@ -90,6 +95,48 @@ class TopicStore:
                 .on_conflict_do_nothing()
             )
             return count
+
+    def set_config(self, topic: str, config: dict[str, Any]) -> dict[str, Any]:
+        """Merge `config` into the topic's (a value None removes the key: the default applies);
+        the topic's config after. KeyError if there is no such topic."""
+        from connect_core.runtime.topics.retention import check_topic_config
+
+        removed = [k for k, v in config.items() if v is None]
+        clean = check_topic_config({k: v for k, v in config.items() if v is not None})
+        with self._sessions.begin() as s:
+            row = s.get(TopicRow, topic, with_for_update=True)
+            if row is None:
+                raise KeyError(topic)
+            row.config = {**{k: v for k, v in row.config.items() if k not in removed}, **clean}
+            return dict(row.config)
+
+    def describe(self, default_retention_ms: int) -> list[dict[str, Any]]:
+        """Every topic: partitions, segments and rows kept, end offsets, retention, and the sinks
+        reading it with their lag (records not committed) per partition."""
+        with self._sessions() as s:
+            topics = s.execute(text(_DESCRIBE)).mappings().all()
+            readers = s.execute(text(_READERS)).mappings().all()
+        lags: dict[str, list[dict[str, Any]]] = {}
+        for r in readers:
+            lags.setdefault(r["topic"], []).append(
+                {"connector": r["connector"], "partition": r["partition"], "lag": r["lag"]}
+            )
+        out = []
+        for t in topics:
+            retention = t["config"].get("retention.ms", default_retention_ms)
+            out.append(
+                {
+                    "name": t["name"],
+                    "partitions": t["partitions"],
+                    "segments": t["segments"],
+                    "rows": int(t["rows"] or 0),
+                    "end_offsets": t["end_offsets"] or {},
+                    "retention.ms": retention,
+                    "config": dict(t["config"]),
+                    "sinks": lags.get(t["name"], []),
+                }
+            )
+        return out
 
     def partitions(self, topic: str) -> int:
         """Partition count of `topic`; 0 when it does not exist yet."""
@@ -188,3 +235,24 @@ class TopicStore:
 
 def _segment(r: TopicSegmentRow) -> Segment:
     return Segment(r.topic, r.partition, r.start_offset, r.end_offset, r.row_count, r.path, r.run_id)
+
+
+_DESCRIBE = """
+    SELECT t.name, t.partitions, t.config,
+           (SELECT count(*) FROM connect.topic_segments g WHERE g.topic = t.name) AS segments,
+           (SELECT sum(g.row_count) FROM connect.topic_segments g WHERE g.topic = t.name) AS rows,
+           (SELECT jsonb_object_agg(p.partition::text, p.next_offset)
+            FROM connect.topic_partitions p WHERE p.topic = t.name) AS end_offsets
+    FROM connect.topics t
+    ORDER BY t.name
+"""
+_READERS = (
+    SINK_TOPICS
+    + """
+    SELECT st.name AS connector, p.topic, p.partition, p.next_offset - coalesce(o.offset, 0) AS lag
+    FROM sink_topics st
+    JOIN connect.topic_partitions p ON p.topic = st.topic
+    LEFT JOIN connect.sink_offsets o ON o.connector = st.name AND o.topic = p.topic AND o.partition = p.partition
+    ORDER BY p.topic, st.name, p.partition
+    """
+)

@@ -1,0 +1,38 @@
+"""`/topics`: the topics, what they keep and who reads them; their retention (Kafka's topic configs)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query
+
+from connect_core.rest.deps import service
+from connect_core.rest.errors import storable_params
+from connect_core.rest.service import ConnectService
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["Topics"], dependencies=[Depends(storable_params)])
+Svc = Annotated[ConnectService, Depends(service)]
+
+
+@router.get("/topics", summary="Topics: partitions, segments, rows, end offsets, retention, sinks and their lag")
+def list_topics(svc: Svc) -> list[dict[str, Any]]:
+    return svc.list_topics()
+
+
+@router.get("/topics/{topic}", summary="One topic")
+def describe_topic(svc: Svc, topic: str) -> dict[str, Any]:
+    return svc.describe_topic(topic)
+
+
+@router.put("/topics/{topic}/config", summary="Set topic configs (`retention.ms`; null: the default)")
+def set_topic_config(
+    svc: Svc, topic: str, config: Annotated[dict[str, int | str | None], Body(examples=[{"retention.ms": 86400000}])]
+) -> dict[str, Any]:
+    return svc.set_topic_config(topic, config)
+
+
+@router.post("/topics/retention", summary="Apply retention now: delete segments past it that every sink committed")
+def apply_retention(svc: Svc, dry_run: Annotated[bool, Query(alias="dryRun")] = False) -> dict[str, Any]:
+    return svc.apply_topic_retention(dry_run)
