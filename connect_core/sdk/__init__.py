@@ -6,6 +6,7 @@ from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicL
 from connect_core.sdk.connector import (
     Connector,
     ConnectorType,
+    LineageDataset,
     SinkConnector,
     SinkTask,
     SourceConnector,
@@ -64,6 +65,7 @@ __all__ = [
     "ErrantRecords",
     "FatalError",
     "FencedError",
+    "LineageDataset",
     "LocalPath",
     "NotFoundError",
     "Positions",

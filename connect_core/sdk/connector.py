@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Connector",
     "ConnectorType",
+    "LineageDataset",
     "SinkConnector",
     "SinkTask",
     "SourceConnector",
@@ -52,6 +53,17 @@ class TaskContext:
     logger: logging.Logger
     #: Set when the connector has `errors.tolerance=all`: report records that fail here and go on.
     errant: ErrantRecordReporter | None = None
+
+
+@dataclass(frozen=True)
+class LineageDataset:
+    """A dataset outside the runtime that a connector reads or writes, named as OpenLineage names
+    datasets: `namespace` where it lives (`postgres://host:port`, `mysql://host:port`,
+    `file://host`), `name` what it is there (`db.schema.table`, an absolute path). Never a
+    credential: lineage events leave the platform."""
+
+    namespace: str
+    name: str
 
 
 class Connector(ABC, Generic[ConfigT]):
@@ -77,6 +89,11 @@ class Connector(ABC, Generic[ConfigT]):
         """Called once the connector `name` is deleted (Kafka calls `Connector.stop`): release what it
         holds outside this runtime when its config says so (a replication slot). The delete stands
         whatever this does; an error is logged with the connector's name."""
+
+    def lineage(self, config: ConfigT) -> list[LineageDataset]:
+        """The datasets outside the runtime this connector reads (a source) or writes (a sink), for
+        OpenLineage; the runtime adds the topics. Empty when they are not known from the config."""
+        return []
 
     def spark_conf(self, config: ConfigT) -> dict[str, str]:
         """Spark settings every run of this connector needs, given to spark-submit

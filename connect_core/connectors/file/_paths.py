@@ -12,9 +12,9 @@ import errno
 import os
 import stat
 
-from connect_core.sdk import ConfigError, RetriableError
+from connect_core.sdk import ConfigError, LineageDataset, RetriableError
 
-__all__ = ["absolute", "check_target", "has_placeholder", "open_regular"]
+__all__ = ["absolute", "check_target", "file_dataset", "has_placeholder", "open_regular"]
 
 
 def has_placeholder(filename: str) -> bool:
@@ -105,3 +105,10 @@ def open_regular(path: str, flags: int, *, purpose: str) -> int:
         os.close(fd)
         raise ConfigError(_not_regular(path, kind))
     return fd
+
+
+def file_dataset(filename: str) -> LineageDataset:
+    """A file as OpenLineage names it: this host's file system, the real path."""
+    import socket
+
+    return LineageDataset(f"file://{socket.gethostname()}", _real(filename))

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import AliasChoices, Field
 
-from connect_core.connectors.file._paths import absolute, check_target, open_regular
+from connect_core.connectors.file._paths import absolute, check_target, file_dataset, open_regular
 from connect_core.runtime.execution import _faults
 from connect_core.sdk import (
     CommittedOffset,
+    LineageDataset,
     LocalPath,
     RetriableError,
     SinkBatch,
@@ -154,6 +155,9 @@ class FileSinkTask(SinkTask):
 class FileSinkConnector(SinkConnector[FileSinkConfig]):
     config_model = FileSinkConfig
     task_class = FileSinkTask
+
+    def lineage(self, config: FileSinkConfig) -> list[LineageDataset]:
+        return [file_dataset(str(config.filename))]
 
     def validate(self, config: FileSinkConfig) -> dict[str, list[str]]:
         return check_target(config.filename, writable=True)

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import AliasChoices, Field
 
-from connect_core.connectors.file._paths import absolute, check_target, open_regular
+from connect_core.connectors.file._paths import absolute, check_target, file_dataset, open_regular
 from connect_core.sdk import (
     ConnectorConfig,
     ErrantRecords,
     FatalError,
+    LineageDataset,
     LocalPath,
     Positions,
     SourceBatch,
@@ -192,6 +193,9 @@ def _decode(line: bytes) -> str:
 class FileSourceConnector(SourceConnector[FileSourceConfig]):
     config_model = FileSourceConfig
     task_class = FileSourceTask
+
+    def lineage(self, config: FileSourceConfig) -> list[LineageDataset]:
+        return [file_dataset(str(config.filename))]
 
     def validate(self, config: FileSourceConfig) -> dict[str, list[str]]:
         return check_target(config.filename)

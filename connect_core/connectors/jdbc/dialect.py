@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
+from connect_core.sdk.connector import LineageDataset
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["Dialect", "dialect_for", "parse_identifier"]
+__all__ = ["Dialect", "dialect_for", "lineage_datasets", "parse_identifier"]
 
 # A table or column name: letters, digits, `_`, `$` (not first); optionally schema-qualified.
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
@@ -114,3 +115,31 @@ def dialect_for(url: str) -> Dialect:
     if kind in ("mariadb", "mysql"):
         return Dialect("mariadb", url, "org.mariadb.jdbc.Driver", _MARIADB_JARS, "`")
     return Dialect("generic", url, None, (), '"')
+
+
+def lineage_datasets(url: str, tables: list[str]) -> list[LineageDataset]:
+    """`tables` of the database `url` names, as OpenLineage names them: `postgres://host:port` with
+    `db.schema.table` (schema `public` when the table has none), `mysql://host:port` with
+    `db.table`. From the URL's host, port and path only: never its user or password."""
+    kind = url[len("jdbc:") :].split(":", 1)[0].lower() if url.startswith("jdbc:") else ""
+    if kind not in ("postgresql", "mariadb", "mysql"):
+        return []
+    parts = urlsplit(url[len("jdbc:") :])
+    postgres = kind == "postgresql"
+    try:
+        port = parts.port or (5432 if postgres else 3306)
+    except ValueError:
+        return []
+    namespace = f"{'postgres' if postgres else 'mysql'}://{parts.hostname or 'localhost'}:{port}"
+    database = parts.path.strip("/").split("/")[0]
+    out = []
+    for table in tables:
+        names = parse_identifier(table, "table")
+        if postgres:
+            names = ("public", *names) if len(names) == 1 else names
+            out.append(LineageDataset(namespace, ".".join((database, *names))))
+        else:
+            out.append(
+                LineageDataset(namespace, ".".join((names[0], names[1]) if len(names) == 2 else (database, names[0])))
+            )
+    return out

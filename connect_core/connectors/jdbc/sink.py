@@ -35,10 +35,10 @@ from connect_core.connectors.jdbc._staging import (
     where_text,
 )
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
-from connect_core.connectors.jdbc.dialect import dialect_for
+from connect_core.connectors.jdbc.dialect import dialect_for, lineage_datasets
 from connect_core.connectors.jdbc.types import postgres_type
 from connect_core.runtime.execution import _faults
-from connect_core.sdk import ArrowRecords, ErrantRecords, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk import ArrowRecords, ErrantRecords, LineageDataset, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError, DataError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
 from connect_core.sdk.transforms import TOMBSTONE_COLUMN
@@ -739,6 +739,14 @@ class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):
 
     config_model = JdbcSinkConfig
     task_class = JdbcSinkTask
+
+    def lineage(self, config: JdbcSinkConfig) -> list[LineageDataset]:
+        """The tables `table.name.format` names for the topics; unknown when a transform (a router)
+        may rename the topics first."""
+        if config.transforms:
+            return []
+        tables = list(dict.fromkeys(config.table_name_format.replace("${topic}", t) for t in config.topics))
+        return lineage_datasets(config.connection_url, tables)
 
     def alter_offsets(
         self, name: str, config: JdbcSinkConfig, offsets: Mapping[TopicPartition, int | None] | None

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
 from connect_core.connectors.jdbc.config import JdbcSourceConfig
-from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
+from connect_core.connectors.jdbc.dialect import dialect_for, lineage_datasets, parse_identifier
 from connect_core.sdk import (
     DRIVER_MAX_ROWS,
     ArrowRecords,
+    LineageDataset,
     Positions,
     SourceBatch,
     SourceConnector,
@@ -305,6 +306,9 @@ class JdbcSourceConnector(SourceConnector[JdbcSourceConfig]):
         tables = config.table_whitelist
         groups = [tables[i::max_tasks] for i in range(min(max_tasks, len(tables)))]
         return [{**base, "table.whitelist": group} for group in groups]
+
+    def lineage(self, config: JdbcSourceConfig) -> list[LineageDataset]:
+        return lineage_datasets(config.connection_url, list(config.table_whitelist))
 
     def output_topics(self, config: JdbcSourceConfig) -> list[str]:
         if config.query:
