@@ -230,7 +230,14 @@ def offsets_get(name: str, output: OutputOpt = "table") -> None:
 
 
 @offsets_app.command("reset")
-def offsets_reset(name: str) -> None:
-    """Forget every position/offset (the connector must be STOPPED): its next run starts over."""
+def offsets_reset(
+    name: str,
+    to_time: Annotated[
+        str | None,
+        typer.Option("--to-time", help="A sink's offsets to the first records committed at or after this ISO time."),
+    ] = None,
+) -> None:
+    """Forget every position/offset (the connector must be STOPPED): its next run starts over; with
+    --to-time, a sink replays from that time."""
     with backend() as svc:
-        out.print(svc.reset_offsets(name)["message"])
+        out.print(svc.reset_offsets(name, to_time)["message"])

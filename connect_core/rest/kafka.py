@@ -227,8 +227,14 @@ def alter_offsets(svc: Svc, connector: str, body: OffsetsBody) -> dict[str, str]
 
 
 @router.delete("/connectors/{connector}/offsets", summary="Reset offsets (connector must be STOPPED)")
-def reset_offsets(svc: Svc, connector: str) -> dict[str, str]:
-    return svc.reset_offsets(connector)
+def reset_offsets(
+    svc: Svc,
+    connector: str,
+    to_time: Annotated[
+        str | None, Query(alias="toTime", description="Extension: a sink's offsets to this time (ISO 8601), to replay")
+    ] = None,
+) -> dict[str, str]:
+    return svc.reset_offsets(connector, to_time)
 
 
 @router.get("/connectors/{connector}/runs", summary="Last task runs with stats (extension)")

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -589,10 +590,27 @@ class ConnectService:
         ]
         return {"dry_run": dry_run, "segments": segments, "rows": sum(e.row_count for e in found)}
 
-    def reset_offsets(self, name: str) -> dict[str, str]:
-        self._stopped(name)
-        self.rt.reset_offsets(name)
-        return {"message": "The offsets for this connector have been reset successfully"}
+    def reset_offsets(self, name: str, to_time: str | None = None) -> dict[str, str]:
+        """Forget the offsets; with `to_time` (ISO 8601), move a sink's to the first records
+        committed at or after it, to replay from there."""
+        info = self._stopped(name)
+        if to_time is None:
+            self.rt.reset_offsets(name)
+            return {"message": "The offsets for this connector have been reset successfully"}
+        if info.type != "sink":
+            raise ConfigError("only a sink's offsets can be reset to a time (a source's positions are its own)")
+        try:
+            when = datetime.fromisoformat(to_time.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(f"`{to_time}` is not an ISO 8601 time (2026-11-25T10:00:00Z)") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        config = self.rt.registry.resolve(info.connector_class).cls.config_model.model_validate(info.config)
+        topics = list(getattr(config, "topics", []))
+        offsets = self.rt.topics.offsets_at(topics, when)
+        self.rt.alter_sink_offsets(name, dict(offsets))
+        moved = ", ".join(f"{tp.topic}[{tp.partition}] → {o}" for tp, o in sorted(offsets.items())) or "no partitions"
+        return {"message": f"The offsets for this connector have been reset to {when.isoformat()}: {moved}"}
 
     def _stopped(self, name: str) -> Any:
         info = self.rt.connectors.get(name)

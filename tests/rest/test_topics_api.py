@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -49,3 +50,29 @@ def test_topics_over_rest_and_the_cli(api: Served, runtime: Runtime, runner: Tas
     assert (listed[0]["segments"], listed[0]["sinks"][0]["lag"]) == (0, 0)
     assert "retention for ever" in _cli(api, "topics", "alter", "fileTopic", "--retention-ms", "-1").stdout
     assert "fileTopic" in _cli(api, "topics", "list").stdout
+
+
+def test_a_sink_replays_from_a_time(api: Served, runtime: Runtime, runner: TaskRunner, tmp_path: Path) -> None:
+    source, sink = file_pair(runtime, tmp_path)
+    source.write_text("one\ntwo\n")
+    assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
+    with runtime.engine.begin() as conn:  # the first segment: committed two hours ago
+        conn.execute(text("UPDATE connect.topic_segments SET created_at = now() - interval '2 hours'"))
+    with source.open("a") as f:
+        f.write("three\n")
+    assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
+    assert runner.run("fileSinkConnector", 0).state == "SUCCEEDED"
+
+    refused = _cli(api, "offsets", "reset", "fileSinkConnector", "--to-time", "2026-01-01T00:00:00Z", check=False)
+    assert refused.returncode == 2 and "STOPPED" in refused.stderr
+    _cli(api, "stop", "fileSinkConnector")
+    bad = _cli(api, "offsets", "reset", "fileSinkConnector", "--to-time", "yesterday", check=False)
+    assert bad.returncode == 2 and "not an ISO 8601 time" in bad.stderr
+    an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    moved = _cli(api, "offsets", "reset", "fileSinkConnector", "--to-time", an_hour_ago).stdout
+    assert "fileTopic[0] → 2" in moved
+    offsets = json.loads(_cli(api, "offsets", "get", "fileSinkConnector", "-o", "json").stdout)["offsets"]
+    assert [o["offset"]["kafka_offset"] for o in offsets] == [2]
+    _cli(api, "resume", "fileSinkConnector")
+    assert runner.run("fileSinkConnector", 0).state == "SUCCEEDED"
+    assert sink.read_text() == "one\ntwo\nthree\nthree\n"  # replayed from the hour: the second segment again

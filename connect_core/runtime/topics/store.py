@@ -19,6 +19,7 @@ import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, select, text
@@ -95,6 +96,25 @@ class TopicStore:
                 .on_conflict_do_nothing()
             )
             return count
+
+    def offsets_at(self, topics: Iterable[str], when: datetime) -> dict[TopicPartition, int]:
+        """Per partition of `topics`: the first offset committed at or after `when` (the start of
+        the first segment committed then or later), else the partition's end (Kafka's
+        offsets-for-times, at a segment's grain)."""
+        with self._sessions() as s:
+            rows = s.execute(
+                text(
+                    """
+                    SELECT p.topic, p.partition,
+                           coalesce((SELECT min(g.start_offset) FROM connect.topic_segments g
+                                     WHERE g.topic = p.topic AND g.partition = p.partition AND g.created_at >= :when),
+                                    p.next_offset)
+                    FROM connect.topic_partitions p WHERE p.topic = ANY(:topics)
+                    """
+                ),
+                {"topics": list(topics), "when": when},
+            ).all()
+        return {TopicPartition(topic, partition): int(offset) for topic, partition, offset in rows}
 
     def set_config(self, topic: str, config: dict[str, Any]) -> dict[str, Any]:
         """Merge `config` into the topic's (a value None removes the key: the default applies);
