@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     config_providers: str = Field(
         default="",
         description="Kafka's `config.providers`: comma-separated providers that may fill `${provider:…}` "
-        "placeholders (`env`, `file`). Empty: none; a config with a placeholder is rejected.",
+        "placeholders (`env`, `file`, `airflow`). Empty: none; a config with a placeholder is rejected.",
     )
     config_providers_file_allowed_paths: str = Field(
         default="",

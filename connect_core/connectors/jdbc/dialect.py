@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 from connect_core.sdk.connector import LineageDataset
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["Dialect", "dialect_for", "lineage_datasets", "parse_identifier"]
+__all__ = ["Dialect", "dialect_for", "driver_jars", "lineage_datasets", "parse_identifier"]
 
 # A table or column name: letters, digits, `_`, `$` (not first); optionally schema-qualified.
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
@@ -143,3 +143,11 @@ def lineage_datasets(url: str, tables: list[str]) -> list[LineageDataset]:
                 LineageDataset(namespace, ".".join((names[0], names[1]) if len(names) == 2 else (database, names[0])))
             )
     return out
+
+
+def driver_jars(url: str, configured: str | None) -> list[str]:
+    """The JDBC driver jars a run needs: the URL's driver's, or, while the URL is a config provider's
+    placeholder (resolved only where the task runs), both built-in drivers'."""
+    if url.startswith("${"):
+        return dialect_for("jdbc:postgresql:").jars(configured) + dialect_for("jdbc:mariadb:").jars(configured)
+    return dialect_for(url).jars(configured)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
 from connect_core.connectors.jdbc.config import JdbcSourceConfig
-from connect_core.connectors.jdbc.dialect import dialect_for, lineage_datasets, parse_identifier
+from connect_core.connectors.jdbc.dialect import driver_jars, lineage_datasets, parse_identifier
 from connect_core.sdk import (
     DRIVER_MAX_ROWS,
     ArrowRecords,
@@ -316,4 +316,4 @@ class JdbcSourceConnector(SourceConnector[JdbcSourceConfig]):
         return [config.topic_prefix + parse_identifier(t, "table")[-1] for t in config.table_whitelist]
 
     def spark_conf(self, config: JdbcSourceConfig) -> dict[str, str]:
-        return {"spark.jars": ",".join(dialect_for(config.connection_url).jars(config.connection_jar))}
+        return {"spark.jars": ",".join(driver_jars(config.connection_url, config.connection_jar))}

@@ -1,4 +1,10 @@
-"""Kafka-style config providers: `${env:VAR}` and `${file:/path:key}`, opt-in, resolved where a task runs.
+"""Kafka-style config providers: `${env:VAR}`, `${file:/path:key}` and `${airflow:conn_id:field}`,
+opt-in, resolved where a task runs.
+
+`airflow` reads an Airflow connection (Airflow's own lookup: its secrets backends, `AIRFLOW_CONN_*`
+variables, its metadata database from a task): `host`, `port`, `login`, `password`, `schema`,
+`extra.<key>`, or `jdbc_url` (`jdbc:postgresql://host:port/schema`, `jdbc:mariadb://…` for a mysql
+connection), so a connector takes its settings and secrets from where the platform keeps them.
 
 As in Kafka Connect, no provider is on unless the worker names it (`CONNECT_CONFIG_PROVIDERS=env,file`,
 Kafka's `config.providers`). The `file` provider reads only under its allowed directories
@@ -24,7 +30,10 @@ from connect_core.sdk.errors import ConfigError
 
 __all__ = ["PROVIDERS", "ConfigProviders", "placeholders"]
 
-PROVIDERS = ("env", "file")
+PROVIDERS = ("env", "file", "airflow")
+#: What `${airflow:conn_id:field}` may read of a connection.
+AIRFLOW_FIELDS = ("host", "port", "login", "password", "schema", "jdbc_url")
+_CONN_ID = re.compile(r"[A-Za-z0-9_.-]{1,250}")
 # `${name:argument}`: a name of word characters, an argument without `}`; linear (no nesting).
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.-]+):([^}]*)\}")
 
@@ -91,6 +100,13 @@ class ConfigProviders:
             )
         if provider == "env" and not self._env_allowlist.match(argument):
             return f"environment variable `{argument}` is not allowed by CONNECT_CONFIG_PROVIDERS_ENV_ALLOWLIST_PATTERN"
+        if provider == "airflow":
+            conn_id, _, field = argument.partition(":")
+            if not _CONN_ID.fullmatch(conn_id) or not (field in AIRFLOW_FIELDS or field.startswith("extra.")):
+                return (
+                    f"`${{airflow:{argument}}}` must be `${{airflow:CONN_ID:FIELD}}`, FIELD one of "
+                    f"{', '.join(AIRFLOW_FIELDS)} or extra.<key>"
+                )
         if provider == "file":
             path, _prop = _split_file_argument(argument)
             if not self._allowed_file(path):
@@ -128,7 +144,12 @@ class ConfigProviders:
         problem = self._problem(provider, argument)
         if problem:
             raise ConfigError(f"config `{key}`: {problem}", {key: [problem]})
-        value = self._env(key, argument) if provider == "env" else self._file(key, argument)
+        if provider == "env":
+            value = self._env(key, argument)
+        elif provider == "airflow":
+            value = _airflow(key, argument)
+        else:
+            value = self._file(key, argument)
         self._masker.add(value)
         return value
 
@@ -162,3 +183,37 @@ def _split_file_argument(argument: str) -> tuple[str, str]:
     if sep and head and tail and "/" not in tail:
         return head, tail
     return argument, ""
+
+
+def _airflow(key: str, argument: str) -> str:
+    """A field of an Airflow connection, by Airflow's own lookup."""
+    conn_id, _, field = argument.partition(":")
+    try:
+        from airflow.sdk import Connection
+    except ImportError:
+        raise ConfigError(
+            f"config `{key}` refers to Airflow connection `{conn_id}`, but Airflow is not installed here"
+        ) from None
+    try:
+        conn = Connection.get(conn_id)
+    except Exception as exc:  # Airflow's not-found error differs between contexts; its message never holds secrets
+        raise ConfigError(
+            f"config `{key}` refers to Airflow connection `{conn_id}`, which cannot be read: {type(exc).__name__}"
+        ) from None
+    if field == "jdbc_url":
+        kind = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mariadb", "mariadb": "mariadb"}.get(
+            str(conn.conn_type or "").lower()
+        )
+        if kind is None:
+            raise ConfigError(
+                f"config `{key}`: Airflow connection `{conn_id}` is of type `{conn.conn_type}`, not postgres or mysql"
+            )
+        port = f":{conn.port}" if conn.port else ""
+        return f"jdbc:{kind}://{conn.host or 'localhost'}{port}/{conn.schema or ''}"
+    if field.startswith("extra."):
+        value = (conn.extra_dejson or {}).get(field[len("extra.") :])
+    else:
+        value = getattr(conn, field, None)
+    if value is None:
+        raise ConfigError(f"config `{key}`: Airflow connection `{conn_id}` has no `{field}`")
+    return str(value)

@@ -99,3 +99,44 @@ def test_runner_resolves_store_does_not_and_failure_hides_value(
     trace = runtime.connectors.status("bad").tasks[0].trace or ""
     assert "s3cr3tvalue" not in trace and "s3cr3tvalue" not in result.message
     assert "does not exist" in trace
+
+
+def test_airflow_connections_fill_a_jdbc_connector(
+    runtime: Runtime, spark, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`${airflow:CONN_ID:FIELD}`: an Airflow connection (here from Airflow's AIRFLOW_CONN_* variable)
+    gives a JDBC source its URL and user; the store keeps the placeholders."""
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    with runtime.engine.begin() as conn:  # the test's own database
+        conn.execute(text("CREATE TABLE public.shop_items (id int PRIMARY KEY, label text)"))
+        conn.execute(text("INSERT INTO public.shop_items VALUES (1, 'a'), (2, 'b')"))
+    airflow_uri = f"postgres://{url.username}@{url.host}:{url.port or 5432}/{url.database}?sslmode=disable"
+    monkeypatch.setenv("AIRFLOW_CONN_SHOP_DB", airflow_uri)
+    runtime.providers = ConfigProviders({"airflow"})
+    config = {
+        "connector.class": "JdbcSourceConnector",
+        "connection.url": "${airflow:shop_db:jdbc_url}",
+        "connection.user": "${airflow:shop_db:login}",
+        "table.whitelist": "shop_items",
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "topic.prefix": "shop-",
+    }
+    runtime.create_connector("shop", config)
+    assert runtime.connectors.get("shop").config["connection.url"] == "${airflow:shop_db:jdbc_url}"
+    jars = runtime.spark_conf_for("shop")["spark.jars"]  # before it is resolved: both drivers
+    assert "postgresql" in jars and "mariadb" in jars
+    result = make_runner(runtime, spark).run("shop", 0)
+    assert result.state == "SUCCEEDED" and result.rows == 2, result.message
+
+    resolved = ConfigProviders({"airflow"}, secret_masker=SecretMasker()).resolve(
+        {"url": "${airflow:shop_db:jdbc_url}", "mode": "${airflow:shop_db:extra.sslmode}"}
+    )
+    assert resolved == {"url": f"jdbc:postgresql://{url.host}:{url.port or 5432}/{url.database}", "mode": "disable"}
+    with pytest.raises(ConfigError, match="FIELD one of host, port"):
+        runtime.create_connector("bad", {**config, "connection.user": "${airflow:shop_db:uri}"})
+    with pytest.raises(ConfigError, match="connection `nope`, which cannot be read"):
+        ConfigProviders({"airflow"}, secret_masker=SecretMasker()).resolve({"x": "${airflow:nope:host}"})
