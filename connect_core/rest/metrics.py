@@ -39,7 +39,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder
+from prometheus_client.exposition import choose_encoder, generate_latest
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 from starlette.concurrency import run_in_threadpool
 
 from connect_core.rest.deps import service
@@ -49,7 +51,7 @@ from connect_core.runtime.context import Runtime
 from connect_core.runtime.store.connectors import ConnectorStatus, Page
 from connect_core.runtime.store.metrics import MetricsSnapshot, MetricsStore, TaskRunTotals
 
-__all__ = ["ConnectCollector", "read_collector", "router"]
+__all__ = ["ConnectCollector", "encode_text", "read_collector", "router"]
 
 router = APIRouter(tags=["Metrics"], dependencies=[Depends(storable_params)])
 Svc = Annotated[ConnectService, Depends(service)]
@@ -301,7 +303,34 @@ def read_collector(runtime: Runtime) -> ConnectCollector:
 
 def _render(runtime: Runtime, accept: str) -> tuple[bytes, str]:
     encoder, content_type = choose_encoder(accept)
+    if encoder is generate_latest:  # the plain text format: ours, the same bytes, about 3x faster
+        encoder = encode_text
     return encoder(read_collector(runtime)), content_type
+
+
+def encode_text(collector: Collector) -> bytes:
+    """`prometheus_client.generate_latest`'s bytes for this collector's families (gauges and
+    counters, legacy metric names), without its per-sample generality: a scrape of 1,000
+    connectors is some 16,000 samples. tests/rest/test_metrics.py checks the bytes are the same."""
+    out: list[str] = []
+    for metric in collector.collect():
+        name = metric.name + "_total" if metric.type == "counter" else metric.name
+        doc = metric.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        out.append(f"# HELP {name} {doc}\n# TYPE {name} {metric.type}\n")
+        for sample in metric.samples:
+            labels = sample.labels
+            if labels:
+                pairs = ",".join(f'{k}="{_escape(labels[k])}"' for k in sorted(labels))
+                out.append(f"{sample.name}{{{pairs}}} {floatToGoString(sample.value)}\n")
+            else:
+                out.append(f"{sample.name} {floatToGoString(sample.value)}\n")
+    return "".join(out).encode()
+
+
+def _escape(value: str) -> str:
+    if "\\" in value or "\n" in value or '"' in value:
+        return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+    return value
 
 
 @router.get("/metrics", summary="Kafka Connect's metrics in Prometheus' text format (extension)")
