@@ -87,7 +87,7 @@ _RUN_METRICS = (
     ),
     _RunMetric(
         "connector_task_offset_commit_avg_time_ms",
-        "Time a run's commit took, where runs record it (offset-commit-avg-time-ms).",
+        "Time a run's commit took (offset-commit-avg-time-ms).",
         lambda r: _ms(r.commit_avg_s),
     ),
     _RunMetric(

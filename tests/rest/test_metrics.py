@@ -66,6 +66,8 @@ def test_metrics_are_what_a_source_and_a_sink_did(api: Served, runtime: Runtime,
     assert m.value("kafka_connect_source_task_source_record_write_total", connector=SOURCE, task=0) == 3
     assert m.value("kafka_connect_source_task_source_record_poll_total", connector=SOURCE, task=0) == 3
     assert m.value("kafka_connect_connector_task_batch_size_avg", connector=SOURCE, task=0) == 3
+    commit_ms = m.value("kafka_connect_connector_task_offset_commit_avg_time_ms", connector=SOURCE, task=0)
+    assert commit_ms is not None and 0 < commit_ms < 10_000  # the commit's own time, recorded after it
     assert m.value("kafka_connect_source_task_poll_batch_avg_time_ms", connector=SOURCE, task=0) > 0  # type: ignore[operator]
     # the sink has not run: everything the source wrote is its lag
     lag = {"connector": SINK, "task": 0, "topic": "fileTopic", "partition": 0}

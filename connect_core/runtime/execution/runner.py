@@ -186,6 +186,7 @@ class TaskRunner:
             _faults.checkpoint("after_commit")
             result.timings["commit_s"] = round(time.monotonic() - commit_started, 3)
             result.state = "SUCCEEDED"
+            self._record_commit_time(lease.run_id, result.timings["commit_s"])
         except FencedError as exc:
             result.state, result.message = "FENCED", str(exc)
             self._finish(lease, "FENCED", str(exc), result)
@@ -424,6 +425,13 @@ class TaskRunner:
         logger = logging.getLogger(f"connect.{lease.connector}.task-{lease.task_id}")
         errant = letters if letters is not None and letters.settings.tolerate else None
         return TaskContext(lease.connector, lease.task_id, lease.task_count, logger, errant)
+
+    def _record_commit_time(self, run_id: int, seconds: float) -> None:
+        """The commit's own time, for Kafka's offset-commit-avg-time-ms (best effort: the run stands)."""
+        try:
+            self._runs.record_commit_time(run_id, seconds)
+        except Exception as exc:
+            log.info("run %s committed; its commit time was not recorded: %s", run_id, exc)
 
     def _collect_garbage(self, spark: SparkSession, lease: Lease) -> None:
         """Delete what earlier failed or killed runs of this task staged."""

@@ -217,6 +217,15 @@ class RunStore:
             ).all()
             return [(run_id, list(paths)) for run_id, paths in rows]
 
+    def record_commit_time(self, run_id: int, seconds: float) -> None:
+        """Add how long the run's commit took to its stats (known only once the commit is done)."""
+        with self._sessions.begin() as s:
+            s.execute(
+                update(TaskRunRow)
+                .where(TaskRunRow.id == run_id)
+                .values(stats=TaskRunRow.stats.op("||")(func.jsonb_build_object("commit_s", seconds)))
+            )
+
     def forget_staged(self, run_id: int) -> None:
         with self._sessions.begin() as s:
             s.execute(update(TaskRunRow).where(TaskRunRow.id == run_id).values(staged_paths=[]))
