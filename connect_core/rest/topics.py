@@ -28,7 +28,7 @@ def describe_topic(svc: Svc, topic: str) -> dict[str, Any]:
 
 @router.put("/topics/{topic}/config", summary="Set topic configs (`retention.ms`; null: the default)")
 def set_topic_config(
-    svc: Svc, topic: str, config: Annotated[dict[str, int | str | None], Body(examples=[{"retention.ms": 86400000}])]
+    svc: Svc, topic: str, config: Annotated[dict[str, Any], Body(examples=[{"retention.ms": 86400000}])]
 ) -> dict[str, Any]:
     return svc.set_topic_config(topic, config)
 

@@ -70,12 +70,11 @@ def check_topic_config(config: dict[str, Any]) -> dict[str, Any]:
     problems, clean = [], {}
     for key, value in config.items():
         if key not in TOPIC_KEYS:
-            problems.append(f"`{key}` is not a topic setting ({', '.join(TOPIC_KEYS)})")
+            problems.append(f"`{str(key)[:100]}` is not a topic setting ({', '.join(TOPIC_KEYS)})")
             continue
-        try:
-            number = int(str(value).strip())
-        except ValueError:
-            problems.append(f"`{key}` must be a whole number of milliseconds (-1: for ever), not `{value}`")
+        number = _whole(value)
+        if number is None:  # a bool, a fraction, a list: never read as a number of ms
+            problems.append(f"`{key}` must be a whole number of milliseconds (-1: for ever), not `{str(value)[:100]}`")
             continue
         if number < -1:
             problems.append(f"`{key}` must be -1 (for ever) or more, not {number}")
@@ -84,6 +83,16 @@ def check_topic_config(config: dict[str, Any]) -> dict[str, Any]:
     if problems:
         raise ValueError("; ".join(problems))
     return clean
+
+
+def _whole(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else None  # stored as a bigint
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) <= 19:
+        return int(value.strip())
+    return None
 
 
 def expired(engine: Engine, default_ms: int, batch: int = 10_000) -> list[Expired]:

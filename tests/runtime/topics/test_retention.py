@@ -100,6 +100,9 @@ def test_retention_per_topic_and_topics_no_sink_reads(runtime: Runtime, spark: A
 
     with pytest.raises(ValueError, match=r"`retention\.ms` must be -1 \(for ever\) or more.*`cleanup\.policy` is not"):
         runtime.topics.set_config("kept", {"retention.ms": "-5", "cleanup.policy": "compact"})
+    for wrong in (True, 1.5, [1], "10 days", "9" * 30, 10**30):  # never read as a number of milliseconds
+        with pytest.raises(ValueError, match="whole number of milliseconds"):
+            runtime.topics.set_config("kept", {"retention.ms": wrong})
     with pytest.raises(KeyError):
         runtime.topics.set_config("nope", {"retention.ms": 1})
     assert runtime.topics.set_config("kept", {"retention.ms": None}) == {}  # back to the default
