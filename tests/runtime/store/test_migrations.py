@@ -47,7 +47,9 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     migrate.upgrade(engine)
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
-        assert conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0008"
+        assert (
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0008"
+        )
     engine.dispose()
 
 
