@@ -1,73 +1,54 @@
-"""The "Connect" view: Spark pools, connectors, tasks, states, positions/offsets and last runs, as one HTML page.
+"""The "Connect" view: every connector's state, lag, throughput, errors and pool, with the actions to run it.
 
-A plain FastAPI app (no Airflow import); the Airflow plugin mounts it under
-`/connect-ui` and links it into the UI's navigation. Config values are never
-shown, only what the runtime tracks; traces are masked like everywhere else.
+A plain FastAPI app (no Airflow import); the Airflow plugin mounts it under `/connect-ui` and
+links it into the UI's navigation, next to the REST app under `/connect`. The page is a shell
+and a script (`_assets`): it polls `data.json` (one document for every connector, built in a
+few set-based queries: `_data`) and acts through the REST app's own routes, so an action in
+the view is exactly the API call, with the same auth. Config values are never shown, only what
+the runtime tracks; errors and traces are masked like everywhere else.
+
+`rest_base` is where the REST app answers, relative to the view's own URL: `../connect` when
+both are mounted in Airflow (the default), e.g. `/connect` when they are served elsewhere.
+`dag_base` is where Airflow's UI shows a DAG (`../dags/`); None hides the DAG links.
 """
 
 from __future__ import annotations
 
-import html
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
+from html import escape
 from typing import Any
+from urllib.parse import urlsplit
 
-from fastapi import Depends, FastAPI
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.middleware.gzip import GZipMiddleware
 
 from connect_core.runtime.cluster.spark_connect import pool_kind, public_master
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.security import mask_text
+from connect_core.web._assets import SCRIPT, STYLE
+from connect_core.web._data import connectors_view, failed_runs
 
 __all__ = ["create_view_app", "overview", "pools_overview"]
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1f2937}
-h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:1.6rem}
-table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
-th,td{border:1px solid #d1d5db;padding:.3rem .6rem;text-align:left;vertical-align:top}
-th{background:#f3f4f6} code{font-size:.85rem}
-.RUNNING,.SUCCEEDED{color:#047857}.FAILED,.FENCED{color:#b91c1c}.PAUSED,.STOPPED,.UNASSIGNED,.ABANDONED{color:#92400e}
-"""
-
 
 def overview(runtime: Runtime) -> list[dict[str, Any]]:
-    """Everything the view shows, as data (also served as JSON)."""
-    connectors = []
-    for name in runtime.connectors.names():
-        status = runtime.connectors.status(name)
-        positions = [
-            {"partition": dict(p.partition), "offset": dict(p.offset)}
-            for p in runtime.connectors.positions(name).values()
-        ]
-        offsets = [
-            {"topic": tp.topic, "partition": tp.partition, "offset": c.offset}
-            for tp, c in sorted(runtime.connectors.sink_offsets(name).items())
-        ]
-        connectors.append(
-            {
-                "name": name,
-                "type": status.type,
-                "state": status.state,
-                "tasks": [
-                    {"id": t.id, "state": t.state, "worker_id": t.worker_id, "trace": mask_text(t.trace or "") or None}
-                    for t in status.tasks
-                ],
-                "positions": positions if status.type == "source" else offsets,
-                "runs": [
-                    {**r, "error": mask_text(r["error"]) if r["error"] else None}
-                    for r in runtime.connectors.last_runs(name, limit=5)
-                ],
-            }
-        )
-    return connectors
+    """Every connector as the view lists it (also served as JSON): a few queries, not some per connector."""
+    return connectors_view(runtime)
 
 
-def pools_overview(runtime: Runtime) -> list[dict[str, Any]]:
-    """Spark pools with their health and what each runs (no Spark conf: it may hold credentials)."""
-    running = runtime.pools.running()
-    return [
-        {
+def pools_overview(runtime: Runtime, *, names: bool = True) -> list[dict[str, Any]]:
+    """Spark pools with their health and what each runs (no Spark conf: it may hold credentials).
+    Without `names`, only how many connectors and tasks each runs (the page's poll at 1,000
+    connectors would otherwise carry every name twice)."""
+    load: Counter[tuple[str, bool]] = Counter(
+        (pool, work.task is not None) for work, (pool, _generation) in runtime.pools.assignment().items()
+    )
+    running = runtime.pools.running() if names else {}
+    pools = []
+    for p in runtime.pools.list(runtime.settings.heartbeat_timeout):
+        pool: dict[str, Any] = {
             "name": p.name,
             "kind": pool_kind(p.master),
             "master": public_master(p.master),
@@ -75,68 +56,96 @@ def pools_overview(runtime: Runtime) -> list[dict[str, Any]]:
             "alive": p.alive,
             "seconds_since_heartbeat": round(p.seconds_since_heartbeat, 1),
             "probe": p.probe,
-            "running": running.get(p.name, []),
+            "connectors": load[p.name, False],
+            "tasks": load[p.name, True],
         }
-        for p in runtime.pools.list(runtime.settings.heartbeat_timeout)
-    ]
+        if names:
+            pool["running"] = running.get(p.name, [])
+        pools.append(pool)
+    return pools
 
 
-def _cell(value: Any) -> str:
-    return html.escape(value if isinstance(value, str) else json.dumps(value, default=str))
+def _embedded_json(value: Any) -> str:
+    """JSON to put inside a `<script type="application/json">`: no `<`, `>` or `&` left to end the
+    element or open a comment, whatever the data holds (JSON.parse reads the escapes back)."""
+    return json.dumps(value, default=str).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _page(connectors: list[dict[str, Any]], pools: list[dict[str, Any]]) -> str:
-    parts = [f"<!doctype html><html><head><title>Connect</title><style>{_STYLE}</style></head><body>"]
-    parts.append(f"<h1>Connect: {len(connectors)} connector(s) on {len(pools)} Spark pool(s)</h1>")
-    parts.append(
-        "<h2>Spark pools</h2><table><tr><th>pool</th><th>master</th><th>capacity</th><th>health</th>"
-        "<th>last heartbeat s</th><th>probe</th><th>runs</th></tr>"
+def _csp(rest_base: str) -> str:
+    """Only the view's own script and style run; fetches go to this origin (or the REST app's, if elsewhere)."""
+    connect = "'self'"
+    parts = urlsplit(rest_base)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        connect += f" {parts.scheme}://{parts.netloc}"
+    return (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src {connect}; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
     )
-    for p in pools:
-        health = '<span class="RUNNING">alive</span>' if p["alive"] else '<span class="FAILED">DEAD</span>'
-        probe = p["probe"]
-        said = "" if not probe else ("ok" if probe.get("ok") else _cell(str(probe.get("error", "failed"))))
-        parts.append(
-            f"<tr><td>{_cell(p['name'])}</td><td><code>{_cell(p['master'])}</code></td><td>{p['capacity']}</td>"
-            f"<td>{health}</td><td>{p['seconds_since_heartbeat']}</td><td>{said}</td>"
-            f"<td>{_cell(', '.join(p['running']))}</td></tr>"
-        )
-    parts.append("</table>")
-    parts.append("<table><tr><th>connector</th><th>type</th><th>state</th><th>tasks</th><th>DAG</th></tr>")
-    for c in connectors:
-        tasks = ", ".join(f'<span class="{t["state"]}">{t["id"]}: {t["state"]}</span>' for t in c["tasks"])
-        dag = html.escape("connect__" + c["name"])
-        parts.append(
-            f'<tr><td><a href="#{_cell(c["name"])}">{_cell(c["name"])}</a></td><td>{c["type"].upper()}</td>'
-            f'<td class="{c["state"]}">{c["state"]}</td><td>{tasks}</td><td><code>{dag}</code></td></tr>'
-        )
-    parts.append("</table>")
-    for c in connectors:
-        parts.append(f'<h2 id="{_cell(c["name"])}">{_cell(c["name"])}</h2>')
-        label = "positions" if c["type"] == "source" else "offsets"
-        parts.append(f"<p><b>{label}</b>: " + (", ".join(_cell(p) for p in c["positions"]) or "none yet") + "</p>")
-        for t in c["tasks"]:
-            if t["trace"]:
-                parts.append(f"<p>task {t['id']} failed:</p><pre>{html.escape(t['trace'][-2000:])}</pre>")
-        parts.append(
-            "<table><tr><th>run</th><th>task</th><th>pool</th><th>state</th><th>records</th><th>work s</th>"
-            "<th>duration s</th><th>started</th><th>finished</th></tr>"
-        )
-        for r in c["runs"]:
-            parts.append(
-                f"<tr><td>{r['run_id']}</td><td>{r['task']}</td><td>{_cell(r['pool'] or '')}</td>"
-                f'<td class="{r["state"]}">{r["state"]}</td>'
-                f"<td>{r['stats'].get('rows', '')}</td><td>{r['stats'].get('work_s', '')}</td>"
-                f"<td>{'' if r['duration_s'] is None else r['duration_s']}</td>"
-                f"<td>{_cell(r['started_at'] or '')}</td><td>{_cell(r['finished_at'] or '')}</td></tr>"
-            )
-        parts.append("</table>")
-    parts.append("</body></html>")
-    return "".join(parts)
 
 
-def create_view_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[..., Any]] = ()) -> FastAPI:
-    """The view app; `runtime` is called once, at the first request (not at import)."""
+def _page(data: dict[str, Any], *, root: str, rest_base: str, dag_base: str | None, poll_ms: int) -> str:
+    count, pools = len(data["connectors"]), len(data["pools"])
+    attrs = {"self": root + "/", "rest": rest_base, "dags": dag_base or "", "poll": str(poll_ms)}
+    body_attrs = " ".join(f'data-{k}="{escape(v, quote=True)}"' for k, v in attrs.items())
+    state_options = "".join(
+        f'<option value="{v}">{label}</option>'
+        for v, label in (
+            ("", "any state"),
+            ("RUNNING", "RUNNING"),
+            ("PAUSED", "PAUSED"),
+            ("STOPPED", "STOPPED"),
+            ("FAILED", "FAILED"),
+            ("UNASSIGNED", "UNASSIGNED"),
+            ("TASK_FAILED", "a task FAILED"),
+            ("LAGGING", "sinks behind (lag > 0)"),
+        )
+    )
+    columns = (
+        "connector",
+        "type",
+        "state",
+        "tasks",
+        "lag (records behind)",
+        "records per run",
+        "last run",
+        "pool",
+        "last error",
+        "links",
+        "actions",
+    )
+    pool_columns = ("pool", "kind", "master", "capacity", "health", "last heartbeat s", "probe", "connectors", "tasks")
+    root_attr = escape(root, quote=True)
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Connect</title>'
+        f'<link rel="stylesheet" href="{root_attr}/view.css"></head><body {body_attrs}>'
+        f'<h1 id="title">Connect: {count} connector(s) on {pools} Spark pool(s)</h1>'
+        '<h2>Spark pools</h2><table id="pools"><thead><tr>'
+        + "".join(f"<th>{c}</th>" for c in pool_columns)
+        + "</tr></thead><tbody></tbody></table>"
+        '<h2>Connectors</h2><div class="bar">'
+        '<input id="search" type="search" placeholder="search connectors by name" aria-label="search connectors">'
+        f'<select id="state" aria-label="filter by state">{state_options}</select>'
+        '<span id="shown"></span><span id="updated"></span><span id="status" role="status"></span></div>'
+        '<table id="connectors"><thead><tr>'
+        + "".join(f"<th>{c}</th>" for c in columns)
+        + "</tr></thead><tbody></tbody></table>"
+        f'<script type="application/json" id="initial">{_embedded_json(data)}</script>'
+        f'<script src="{root_attr}/view.js" defer></script>'
+        "<noscript>The Connect view needs JavaScript; the same data is at data.json.</noscript>"
+        "</body></html>"
+    )
+
+
+def create_view_app(
+    runtime: Callable[[], Runtime],
+    *,
+    auth: Sequence[Callable[..., Any]] = (),
+    rest_base: str = "../connect",
+    dag_base: str | None = "../dags/",
+    poll_ms: int = 5000,
+) -> FastAPI:
+    """The view app; `runtime` is called once, at the first request (not at import). The page reads
+    its data again every `poll_ms` milliseconds (while the browser shows it)."""
     app = FastAPI(
         title="Connect view",
         docs_url=None,
@@ -144,23 +153,48 @@ def create_view_app(runtime: Callable[[], Runtime], *, auth: Sequence[Callable[.
         openapi_url=None,
         dependencies=[Depends(a) for a in auth],
     )
+    # data.json is ~300 bytes a connector, read every few seconds: compressed it is a tenth.
+    app.add_middleware(GZipMiddleware, minimum_size=2048)
     holder: dict[str, Runtime] = {}
+    csp = _csp(rest_base)
 
     def rt() -> Runtime:
         if "rt" not in holder:
             holder["rt"] = runtime()
         return holder["rt"]
 
+    def data() -> dict[str, Any]:
+        return {"connectors": overview(rt()), "pools": pools_overview(rt(), names=False)}
+
     @app.get("/", response_class=HTMLResponse)
-    def page() -> str:
-        return _page(overview(rt()), pools_overview(rt()))
+    def page(request: Request) -> HTMLResponse:
+        root = str(request.scope.get("root_path", "")).rstrip("/")
+        html = _page(data(), root=root, rest_base=rest_base, dag_base=dag_base, poll_ms=poll_ms)
+        headers = {"Content-Security-Policy": csp, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+        return HTMLResponse(html, headers=headers)
+
+    @app.get("/data.json")
+    def page_data() -> JSONResponse:
+        return JSONResponse(data(), headers={"Cache-Control": "no-store"})
+
+    @app.get("/errors.json")
+    def errors(connector: str, limit: int = Query(10, ge=1, le=100)) -> JSONResponse:
+        return JSONResponse(failed_runs(rt(), connector, limit), headers={"Cache-Control": "no-store"})
 
     @app.get("/overview.json")
-    def data() -> JSONResponse:
+    def connectors() -> JSONResponse:
         return JSONResponse(overview(rt()))
 
     @app.get("/pools.json")
     def pools() -> JSONResponse:
         return JSONResponse(pools_overview(rt()))
+
+    @app.get("/view.js")
+    def script() -> Response:
+        return Response(SCRIPT, media_type="text/javascript", headers={"X-Content-Type-Options": "nosniff"})
+
+    @app.get("/view.css")
+    def style() -> Response:
+        return Response(STYLE, media_type="text/css", headers={"X-Content-Type-Options": "nosniff"})
 
     return app

@@ -1,0 +1,199 @@
+"""What the Connect view shows, read in a handful of set-based queries whatever the number of connectors.
+
+The page polls this every few seconds, so its cost must not grow with one query per connector:
+
+* states and tasks: the REST list's own read (`ConnectorStore.listing(Page(), status=True)`: one
+  query), so the view and `GET /connectors?expand=status` always agree;
+* the last runs of every connector (rows per run, for the sparkline) and its count of failed
+  runs: one pass over the retained run history (`task_runs`, pruned by `history_retention_days`);
+  the newest failed run's error: one `DISTINCT ON` over the failed runs;
+* each sink's lag (records of its topics it has not committed): one `GROUP BY` over the topics'
+  end offsets and the sinks' offsets, the query `GET /metrics` uses per partition;
+* the pools each connector is assigned to: one `GROUP BY` over the assignments.
+
+The last four are read in one read-only snapshot. Config values are never read here; errors and
+traces are masked (`mask_text`) and cut to their tail, where a Java or Python trace says what broke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+
+from connect_core.runtime.airflow_client import dag_id_for
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.security import mask_text
+from connect_core.runtime.store.connectors import ConnectorStatus, Page
+from connect_core.runtime.store.readers import SINK_TOPICS
+
+__all__ = ["RUNS_SHOWN", "connectors_view", "failed_runs"]
+
+#: Runs per connector the sparkline draws (newest last).
+RUNS_SHOWN = 20
+#: Characters kept of a trace or error in the list (its tail); the error history keeps more.
+_LIST_TAIL = 600
+_HISTORY_TAIL = 4000
+
+# One pass over the run history: each connector's last `:runs` finished runs and how many of its
+# retained runs failed (both windows partition the same way: one sort).
+_RUNS = text(
+    """
+    SELECT connector, id, task_id, state, rows, duration_s, finished_at, failures
+    FROM (
+        SELECT r.connector, r.id, r.task_id, r.state, r.finished_at,
+               CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
+               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s,
+               row_number() OVER (PARTITION BY r.connector ORDER BY r.id DESC) AS n,
+               count(*) FILTER (WHERE r.state = 'FAILED') OVER (PARTITION BY r.connector) AS failures
+        FROM connect.task_runs r
+        WHERE r.state <> 'RUNNING') x
+    WHERE n <= :runs
+    ORDER BY connector, id
+    """
+)
+
+# Each connector's newest failed run with its error: the error text leaves the database only for it.
+_LAST_ERRORS = text(
+    """
+    SELECT DISTINCT ON (connector) connector, id, task_id, finished_at, error
+    FROM connect.task_runs
+    WHERE state = 'FAILED' AND error IS NOT NULL
+    ORDER BY connector, id DESC
+    """
+)
+
+# Each sink's records behind: the end offsets of its topics' partitions minus what it committed.
+_LAGS = text(
+    SINK_TOPICS
+    + """
+    SELECT st.name AS connector,
+           sum(greatest(p.next_offset - coalesce(o.offset, 0), 0))::bigint AS lag,
+           count(*) AS partitions
+    FROM sink_topics st
+    JOIN connect.topic_partitions p ON p.topic = st.topic
+    LEFT JOIN connect.sink_offsets o ON o.connector = st.name AND o.topic = p.topic AND o.partition = p.partition
+    GROUP BY st.name
+    """
+)
+
+_POOLS = text(
+    """
+    SELECT connector, array_agg(DISTINCT pool ORDER BY pool) AS pools
+    FROM connect.assignments
+    GROUP BY connector
+    """
+)
+
+# One connector's failed runs, newest first: the (connector, task_id, state) index finds them.
+_FAILED = text(
+    """
+    SELECT id, task_id, pool, started_at, finished_at, error
+    FROM connect.task_runs
+    WHERE connector = :connector AND state = 'FAILED'
+    ORDER BY id DESC
+    LIMIT :limit
+    """
+)
+
+
+def connectors_view(runtime: Runtime, runs: int = RUNS_SHOWN) -> list[dict[str, Any]]:
+    """Every connector as the view lists it, in name order (see the module's docstring for the reads)."""
+    listing = runtime.connectors.listing(Page(), status=True)
+    with runtime.engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        with conn.begin():
+            run_rows = conn.execute(_RUNS, {"runs": runs}).all()
+            last_errors = {r.connector: r for r in conn.execute(_LAST_ERRORS)}
+            lags = {r.connector: (int(r.lag), int(r.partitions)) for r in conn.execute(_LAGS)}
+            pools = {r.connector: list(r.pools) for r in conn.execute(_POOLS)}
+    history = _history(run_rows, last_errors)
+    return [
+        _connector(listing.statuses[name], history.get(name, {}), lags.get(name), pools.get(name, []))
+        for name in listing.names
+    ]
+
+
+def failed_runs(runtime: Runtime, connector: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The connector's last failed runs with their errors, masked (newest first)."""
+    with runtime.engine.connect() as conn:
+        rows = conn.execute(_FAILED, {"connector": connector, "limit": limit}).all()
+    return [
+        {
+            "run_id": r.id,
+            "task": r.task_id,
+            "pool": r.pool,
+            "started_at": _iso(r.started_at),
+            "finished_at": _iso(r.finished_at),
+            "error": _tail(r.error, _HISTORY_TAIL),
+        }
+        for r in rows
+    ]
+
+
+def _history(rows: Sequence[Any], last_errors: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per connector: the shown runs (oldest first), its failures and the newest one's error."""
+    by_name: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        entry = by_name.setdefault(r.connector, {"runs": [], "failures": int(r.failures), "last_error": None})
+        entry["runs"].append(r)
+    for name, e in last_errors.items():
+        entry = by_name.setdefault(name, {"runs": [], "failures": 1, "last_error": None})
+        entry["last_error"] = {
+            "run_id": e.id,
+            "task": e.task_id,
+            "at": _iso(e.finished_at),
+            "error": _tail(e.error, _LIST_TAIL),
+        }
+    return by_name
+
+
+def _connector(
+    status: ConnectorStatus, history: Mapping[str, Any], lag: tuple[int, int] | None, pools: list[str]
+) -> dict[str, Any]:
+    runs = history.get("runs", [])
+    last = runs[-1] if runs else None
+    return {
+        "name": status.name,
+        "type": status.type,
+        "state": status.state,
+        "dag_id": dag_id_for(status.name),
+        "tasks": [
+            {"id": t.id, "state": t.state, "worker_id": t.worker_id, "trace": _tail(t.trace, _LIST_TAIL)}
+            for t in status.tasks
+        ],
+        "pools": pools,
+        # Only sinks have a lag; a sink whose topics hold no partitions yet is 0 behind.
+        "lag": (lag[0] if lag else 0) if status.type == "sink" else None,
+        # Rows of each shown run, oldest first: None where the run failed (its output was discarded).
+        "rows": [_rows(r) if r.state == "SUCCEEDED" else None for r in runs],
+        "last_run": None
+        if last is None
+        else {
+            "run_id": last.id,
+            "state": last.state,
+            "finished_at": _iso(last.finished_at),
+            "rows": _rows(last),
+            "duration_s": None if last.duration_s is None else round(last.duration_s, 3),
+        },
+        "failures": history.get("failures", 0),
+        "last_error": history.get("last_error"),
+    }
+
+
+def _rows(run: Any) -> int | None:
+    return None if run.rows is None else int(run.rows)
+
+
+def _tail(value: str | None, keep: int) -> str | None:
+    """Masked first (a cut could split a secret the masker would no longer know), then the tail."""
+    if not value:
+        return None
+    masked = mask_text(value)
+    return masked if len(masked) <= keep else "…" + masked[-keep:]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
