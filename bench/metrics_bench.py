@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from connect_core.runtime.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_sections
+from _serve import start_http
 from airflow_bench import database
 
 SERVER = os.environ.get("CONNECT_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -121,27 +121,8 @@ def populate(runtime: Runtime, connectors: int, runs: int) -> float:
 
 
 def serve(url: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     env = {**os.environ, "CONNECT_DATABASE_URL": url, "CONNECT_HOME": str(home)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "connect_core.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(f"{base}/", timeout=1)
-            return server, base
-        except httpx.HTTPError:
-            if time.monotonic() > deadline:
-                server.terminate()
-                raise
-            time.sleep(0.2)
+    return start_http(lambda port: [sys.executable, "-m", "connect_core.cli", "serve", "--port", str(port)], env=env)
 
 
 def scrape(client: httpx.Client) -> tuple[float, httpx.Response]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from connect_core.web._data import connectors_view
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_sections
+from _serve import start_http
 from airflow_bench import database
 from metrics_bench import populate
 
@@ -70,25 +70,7 @@ def serve_forever(url: str, home: str, port: int) -> None:
 
 
 def start_server(url: str, home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", url, str(home), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(f"{base}/connect/", timeout=1)
-            return server, base
-        except httpx.HTTPError:
-            if time.monotonic() > deadline:
-                server.terminate()
-                raise
-            time.sleep(0.2)
+    return start_http(lambda port: [sys.executable, __file__, "--serve", url, str(home), str(port)], "/connect/")
 
 
 def fetch_times(base: str, fetches: int, *, gzipped: bool) -> tuple[list[float], int]:
