@@ -5,7 +5,7 @@ The page polls this every few seconds, so its cost must not grow with one query 
 * states and tasks: the REST list's own read (`ConnectorStore.listing(Page(), status=True)`: one
   query), so the view and `GET /connectors?expand=status` always agree;
 * the last runs of every connector (rows per run, for the sparkline) and its count of failed
-  runs: one pass over the retained run history (`task_runs`, pruned by `history_retention_days`);
+  runs: a few index reads per connector (`task_runs(connector, id)`), whatever the history holds;
   the newest failed run's error: one `DISTINCT ON` over the failed runs;
 * each sink's lag (records of its topics it has not committed): one `GROUP BY` over the topics'
   end offsets and the sinks' offsets, the query `GET /metrics` uses per partition;
@@ -37,21 +37,23 @@ RUNS_SHOWN = 20
 _LIST_TAIL = 600
 _HISTORY_TAIL = 4000
 
-# One pass over the run history: each connector's last `:runs` finished runs and how many of its
-# retained runs failed (both windows partition the same way: one sort).
+# Each connector's last `:runs` finished runs, by the index on (connector, id): a few index reads
+# per connector, whatever the history holds; and how many of its retained runs failed.
 _RUNS = text(
     """
-    SELECT connector, id, task_id, state, rows, duration_s, finished_at, failures
-    FROM (
-        SELECT r.connector, r.id, r.task_id, r.state, r.finished_at,
+    SELECT c.name AS connector, r.id, r.task_id, r.state, r.rows, r.duration_s, r.finished_at, f.failures
+    FROM connect.connectors c
+    CROSS JOIN LATERAL (
+        SELECT r.id, r.task_id, r.state, r.finished_at,
                CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
-               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s,
-               row_number() OVER (PARTITION BY r.connector ORDER BY r.id DESC) AS n,
-               count(*) FILTER (WHERE r.state = 'FAILED') OVER (PARTITION BY r.connector) AS failures
+               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s
         FROM connect.task_runs r
-        WHERE r.state <> 'RUNNING') x
-    WHERE n <= :runs
-    ORDER BY connector, id
+        WHERE r.connector = c.name AND r.state <> 'RUNNING'
+        ORDER BY r.id DESC
+        LIMIT :runs) r
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS failures FROM connect.task_runs x WHERE x.connector = c.name AND x.state = 'FAILED') f
+    ORDER BY c.name, r.id
     """
 )
 

@@ -166,7 +166,7 @@ class TopicPartitionRow(Base):
 
 class TaskRunRow(Base):
     __tablename__ = "task_runs"
-    __table_args__ = (Index(None, "connector", "task_id", "state"),)
+    __table_args__ = (Index(None, "connector", "task_id", "state"), Index(None, "connector", "id"))  # 2nd: 0009
 
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
     connector: Mapped[str] = mapped_column(Text)

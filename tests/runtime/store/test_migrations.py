@@ -48,7 +48,7 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0008"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0009"
         )
     engine.dispose()
 
