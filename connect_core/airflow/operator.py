@@ -112,7 +112,9 @@ class ConnectTaskOperator(SparkSubmitOperator):
             except Exception as exc:  # spark-submit's exit code; the run's own record says why
                 failure = exc
             run = _last_run(runtime, self.connector, self.connect_task_id)
-            landed = runtime.topics.run_segments(run["run_id"]) if run and run["state"] == "SUCCEEDED" else []
+            landed: list[Segment] = []  # what the topic Asset events announce: only a source's have any
+            if info.type == "source" and self.outlets and run is not None and run["state"] == "SUCCEEDED":
+                landed = runtime.topics.run_segments(run["run_id"])
         finally:
             runtime.close()
         fresh = run is not None and run["run_id"] != before

@@ -563,10 +563,10 @@ class ConnectService:
         return self.rt.topics.describe(self.rt.settings.topic_retention_ms)
 
     def describe_topic(self, name: str) -> dict[str, Any]:
-        for topic in self.list_topics():
-            if topic["name"] == name:
-                return topic
-        raise NotFoundError(f"topic `{name}` not found")
+        found = self.rt.topics.describe(self.rt.settings.topic_retention_ms, only=name)
+        if not found:
+            raise NotFoundError(f"topic `{name}` not found")
+        return found[0]
 
     def set_topic_config(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
         """Merge `config` (`retention.ms`; null: back to the default) into the topic's."""

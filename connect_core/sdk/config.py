@@ -24,6 +24,7 @@ __all__ = [
     "TopicNames",
     "check_schedule",
     "check_topic_name",
+    "is_placeholder",
     "schedule_interval",
     "split_list",
 ]
@@ -126,6 +127,12 @@ def _valid_cron(value: str) -> bool:
     from croniter import croniter  # only when a schedule is neither preset nor interval
 
     return len(value.split()) == 5 and bool(croniter.is_valid(value))
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether `value` is a config provider's placeholder and nothing else (`${airflow:db:jdbc_url}`):
+    stored as it is, resolved only where the task runs, so a check of its form waits until then."""
+    return value.startswith("${") and value.endswith("}") and value.count("${") == 1
 
 
 class ConnectorConfig(BaseModel):

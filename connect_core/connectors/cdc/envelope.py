@@ -27,30 +27,23 @@ __all__ = ["MYSQL_SOURCE", "POSTGRES_SOURCE", "UNAVAILABLE", "ChangeTable", "arr
 #: Debezium's stand-in for a value the log did not carry (an unchanged TOAST column).
 UNAVAILABLE = "__debezium_unavailable_value"
 
-#: A PostgreSQL event's `source`.
+#: The `source` fields every connector's events have (Debezium's common source block).
+_SOURCE_COMMON = [
+    ("version", pa.string()),
+    ("connector", pa.string()),
+    ("name", pa.string()),
+    ("ts_ms", pa.int64()),
+    ("snapshot", pa.string()),
+    ("db", pa.string()),
+]
+#: A PostgreSQL event's `source`: its transaction and commit LSN.
 POSTGRES_SOURCE = pa.struct(
-    [
-        ("version", pa.string()),
-        ("connector", pa.string()),
-        ("name", pa.string()),
-        ("ts_ms", pa.int64()),
-        ("snapshot", pa.string()),
-        ("db", pa.string()),
-        ("schema", pa.string()),
-        ("table", pa.string()),
-        ("txId", pa.int64()),
-        ("lsn", pa.int64()),
-    ]
+    [*_SOURCE_COMMON, ("schema", pa.string()), ("table", pa.string()), ("txId", pa.int64()), ("lsn", pa.int64())]
 )
-#: A MySQL / MariaDB event's `source`: the binlog position of its transaction's end, and its GTID.
+#: A MySQL / MariaDB event's `source`: where its transaction begins in the binlog, and its GTID.
 MYSQL_SOURCE = pa.struct(
     [
-        ("version", pa.string()),
-        ("connector", pa.string()),
-        ("name", pa.string()),
-        ("ts_ms", pa.int64()),
-        ("snapshot", pa.string()),
-        ("db", pa.string()),
+        *_SOURCE_COMMON,
         ("table", pa.string()),
         ("server_id", pa.int64()),
         ("gtid", pa.string()),

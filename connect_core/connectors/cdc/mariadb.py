@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -65,7 +66,25 @@ class _Table:
         return f"{self.db}.{self.name}"
 
     def row(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row in the columns' order (a snapshot's), each value as its Arrow value."""
         return tuple(v if f is None or v is None else f(v) for f, v in zip(self.fixes, values, strict=True))
+
+    @cached_property
+    def _fix_by_name(self) -> dict[str, Fix]:
+        return dict(zip((name for name, _ in self.columns), self.fixes, strict=True))
+
+    def named_row(self, names: tuple[str, ...], row: dict[str, Any] | None) -> tuple[Any, ...] | None:
+        """A row of the log (by column name) in `names`' order, each value as its Arrow value (a
+        column added since the run began: its text)."""
+        if row is None:
+            return None
+        fixes = self._fix_by_name
+        out = []
+        for name in names:
+            value = row.get(name)
+            fix = fixes.get(name, _text)
+            out.append(value if fix is None or value is None else fix(value))
+        return tuple(out)
 
 
 class MariaDbCdcSourceTask(SourceTask):
@@ -183,6 +202,7 @@ class _Stream:
             **resume,
         )
         pending: list[tuple[_Table, str, dict[str, Any] | None, dict[str, Any] | None, dict[str, Any]]] = []
+        sources: dict[str, dict[str, Any]] = {}
         gtid: str | None = None
         began: tuple[str, int, int, int] = ("", 0, 0, 0)  # file, pos, timestamp and server id of the transaction
         try:
@@ -190,12 +210,12 @@ class _Stream:
                 if isinstance(event, MariadbGtidEvent | GtidEvent):
                     gtid = event.gtid if isinstance(event, MariadbGtidEvent) else None
                     began = (stream.log_file, stream.log_pos, event.timestamp, event.server_id)
-                    pending = []
+                    pending, sources = [], {}
                     continue
                 if isinstance(event, QueryEvent):
                     query = event.query.strip().upper()
                     if query == "BEGIN":
-                        pending = []
+                        pending, sources = [], {}
                         if gtid is None:
                             began = (stream.log_file, stream.log_pos, event.timestamp, event.server_id)
                         continue
@@ -203,7 +223,9 @@ class _Stream:
                 elif not isinstance(event, XidEvent):
                     table = self.by_name.get(f"{event.schema}.{event.table}")
                     if table is not None:
-                        source = self._source(table, gtid, began)
+                        source = sources.get(table.qualified)  # one per table and transaction
+                        if source is None:
+                            source = sources[table.qualified] = self._source(table, gtid, began)
                         for row in event.rows:
                             if isinstance(event, WriteRowsEvent):
                                 pending.append((table, "c", None, row["values"], source))
@@ -247,8 +269,8 @@ class _Stream:
         for table, op, before, after, source in pending:
             changes = self._changes(table, before if after is None else after)
             names = self._names[changes.topic]
-            b = table_row(table, names, before)
-            a = table_row(table, names, after)
+            b = table.named_row(names, before)
+            a = table.named_row(names, after)
             self.count += 1
             if op == "u" and table.key and _key_of(table, before) != _key_of(table, after):
                 changes.add_row("d", b, None, source, now, tombstone=True)  # the key changed: Debezium's pair
@@ -269,19 +291,6 @@ class _Stream:
             found = self.changes[topic] = ChangeTable(topic, columns, table.key, source=MYSQL_SOURCE)
         found.describe(columns)
         return found
-
-
-def table_row(table: _Table, names: tuple[str, ...], row: dict[str, Any] | None) -> tuple[Any, ...] | None:
-    """A row of the log (by column name) as a tuple in `names`' order, each value as its Arrow value."""
-    if row is None:
-        return None
-    fixes = dict(zip((n for n, _ in table.columns), table.fixes, strict=True))
-    out = []
-    for name in names:
-        value = row.get(name)
-        fix = fixes.get(name, _text)
-        out.append(value if fix is None or value is None else fix(value))
-    return tuple(out)
 
 
 def _key_of(table: _Table, row: dict[str, Any] | None) -> tuple[Any, ...]:

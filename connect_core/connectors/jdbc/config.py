@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
-from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList
+from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList, is_placeholder
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["JdbcConnectionConfig", "JdbcSinkConfig", "JdbcSourceConfig"]
@@ -43,7 +43,7 @@ class JdbcConnectionConfig(ConnectorConfig):
     @field_validator("connection_url")
     @classmethod
     def _jdbc_url(cls, value: str) -> str:
-        if _placeholder(value):  # `${airflow:conn:jdbc_url}`: checked once resolved, where the task runs
+        if is_placeholder(value):  # `${airflow:conn:jdbc_url}`: checked once resolved, where the task runs
             return value
         try:
             dialect_for(value)
@@ -155,7 +155,7 @@ class JdbcSinkConfig(SinkConnectorConfig, JdbcConnectionConfig):
 
     @model_validator(mode="after")
     def _keys(self) -> JdbcSinkConfig:
-        if not _placeholder(self.connection_url) and dialect_for(self.connection_url).name == "generic":
+        if not is_placeholder(self.connection_url) and dialect_for(self.connection_url).name == "generic":
             raise ValueError(
                 "the JDBC sink writes to PostgreSQL (jdbc:postgresql://…) and MariaDB/MySQL (jdbc:mariadb://…)"
             )
@@ -173,8 +173,3 @@ class JdbcSinkConfig(SinkConnectorConfig, JdbcConnectionConfig):
             for topic in self.topics:
                 _name(self.table_name_format.replace("${topic}", topic), "table")
         return self
-
-
-def _placeholder(value: str) -> bool:
-    """A config provider's placeholder and nothing else (`${provider:argument}`)."""
-    return value.startswith("${") and value.endswith("}") and value.count("${") == 1

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
+from connect_core.sdk.config import is_placeholder
 from connect_core.sdk.connector import LineageDataset
 from connect_core.sdk.errors import ConfigError
 
@@ -148,6 +149,6 @@ def lineage_datasets(url: str, tables: list[str]) -> list[LineageDataset]:
 def driver_jars(url: str, configured: str | None) -> list[str]:
     """The JDBC driver jars a run needs: the URL's driver's, or, while the URL is a config provider's
     placeholder (resolved only where the task runs), both built-in drivers'."""
-    if url.startswith("${"):
+    if is_placeholder(url):
         return dialect_for("jdbc:postgresql:").jars(configured) + dialect_for("jdbc:mariadb:").jars(configured)
     return dialect_for(url).jars(configured)

@@ -130,12 +130,12 @@ class TopicStore:
             row.config = {**{k: v for k, v in row.config.items() if k not in removed}, **clean}
             return dict(row.config)
 
-    def describe(self, default_retention_ms: int) -> list[dict[str, Any]]:
-        """Every topic: partitions, segments and rows kept, end offsets, retention, and the sinks
-        reading it with their lag (records not committed) per partition."""
+    def describe(self, default_retention_ms: int, only: str | None = None) -> list[dict[str, Any]]:
+        """Every topic (or the topic `only`): partitions, segments and rows kept, end offsets,
+        retention, and the sinks reading it with their lag (records not committed) per partition."""
         with self._sessions() as s:
-            topics = s.execute(text(_DESCRIBE)).mappings().all()
-            readers = s.execute(text(_READERS)).mappings().all()
+            topics = s.execute(text(_DESCRIBE), {"only": only}).mappings().all()
+            readers = s.execute(text(_READERS), {"only": only}).mappings().all()
         lags: dict[str, list[dict[str, Any]]] = {}
         for r in readers:
             lags.setdefault(r["topic"], []).append(
@@ -264,6 +264,7 @@ _DESCRIBE = """
            (SELECT jsonb_object_agg(p.partition::text, p.next_offset)
             FROM connect.topic_partitions p WHERE p.topic = t.name) AS end_offsets
     FROM connect.topics t
+    WHERE CAST(:only AS text) IS NULL OR t.name = :only
     ORDER BY t.name
 """
 _READERS = (
@@ -273,6 +274,7 @@ _READERS = (
     FROM sink_topics st
     JOIN connect.topic_partitions p ON p.topic = st.topic
     LEFT JOIN connect.sink_offsets o ON o.connector = st.name AND o.topic = p.topic AND o.partition = p.partition
+    WHERE CAST(:only AS text) IS NULL OR p.topic = :only
     ORDER BY p.topic, st.name, p.partition
     """
 )
