@@ -22,7 +22,16 @@ from connect_core.sdk.errors import DataError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["MYSQL_SOURCE", "POSTGRES_SOURCE", "UNAVAILABLE", "ChangeTable", "arrow_type", "topic_for"]
+__all__ = [
+    "MYSQL_SOURCE",
+    "POSTGRES_SOURCE",
+    "UNAVAILABLE",
+    "ChangeTable",
+    "arrow_type",
+    "from_text",
+    "records_of",
+    "topic_for",
+]
 
 #: Debezium's stand-in for a value the log did not carry (an unchanged TOAST column).
 UNAVAILABLE = "__debezium_unavailable_value"
@@ -269,29 +278,40 @@ class ChangeTable:
                 return pa.array(values, kind)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
                 raise _Retyped(name) from exc
-        if pa.types.is_string(kind):
-            return pa.array(values, kind)
-        if pa.types.is_binary(kind):  # bytea's hex output
-            return pa.array([_bytea(v) if v is not None else None for v in values], kind)
-        texts = pa.array([None if v == UNAVAILABLE else v for v in values], pa.string())
-        if pa.types.is_boolean(kind):
-            return pc.equal(texts, "t")
-        try:
-            return texts.cast(kind)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            raise DataError(f"`{self.topic}`: column `{name}` has a value that is no {kind} ({exc})") from exc
+        return from_text(self.topic, name, kind, pa.array(values, pa.string()))
 
     def records(self, spark: SparkSession) -> ArrowRecords:
         """The events as records the runtime writes from the driver (no Spark job)."""
-        from pyspark.sql.pandas.types import from_arrow_schema
-        from pyspark.sql.types import LongType, StructField, StructType
+        return records_of(spark, self.table())
 
-        table = self.table()
-        batches = table.to_batches()
-        units = StructType([StructField("unit", LongType())])
-        return ArrowRecords(
-            spark, [(0,)], units, lambda _: iter(batches), from_arrow_schema(table.schema), partitions=1, in_driver=True
-        )
+
+def records_of(spark: SparkSession, table: pa.Table) -> ArrowRecords:
+    """An Arrow table of events as records the runtime writes from the driver (no Spark job)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    batches = table.to_batches()
+    units = StructType([StructField("unit", LongType())])
+    return ArrowRecords(
+        spark, [(0,)], units, lambda _: iter(batches), from_arrow_schema(table.schema), partitions=1, in_driver=True
+    )
+
+
+def from_text(topic: str, name: str, kind: pa.DataType, texts: pa.Array) -> pa.Array:
+    """A column's values from the database's text forms (PostgreSQL's output functions), as `kind`;
+    `UNAVAILABLE` (an unchanged TOAST value) stays as it is in text and binary columns, null in others."""
+    if pa.types.is_string(kind):
+        return texts
+    if pa.types.is_binary(kind):  # bytea's hex output
+        return pa.array([_bytea(v) if v is not None else None for v in texts.to_pylist()], kind)
+    if texts.null_count < len(texts) and pc.any(pc.equal(texts, UNAVAILABLE)).as_py():
+        texts = pc.if_else(pc.equal(texts, UNAVAILABLE), pa.scalar(None, pa.string()), texts)
+    if pa.types.is_boolean(kind):
+        return pc.equal(texts, "t")
+    try:
+        return texts.cast(kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise DataError(f"`{topic}`: column `{name}` has a value that is no {kind} ({exc})") from exc
 
 
 class _Retyped(Exception):

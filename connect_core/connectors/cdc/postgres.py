@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from connect_core.connectors.cdc import pgoutput
+from connect_core.connectors.cdc import pgbatch, pgoutput
 from connect_core.connectors.cdc.config import PostgresCdcConfig, captured
-from connect_core.connectors.cdc.envelope import UNAVAILABLE, ChangeTable, arrow_type, topic_for
+from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, records_of, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
 
@@ -100,7 +100,7 @@ class PostgresCdcSourceTask(SourceTask):
         }
         stream = _Stream(cfg, {t.qualified: t for t in tables}, self.log)
         lsn = stream.read(int(committed["lsn"]), target)
-        records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if len(changes)}
+        records = {topic: records_of(spark, table) for topic, table in stream.tables().items() if table.num_rows}
         offset = {"lsn": lsn, "snapshot": "done"}
         if not records and lsn != int(committed["lsn"]):
             # nothing captured changed, but the WAL moved on (other tables): advance past it
@@ -159,14 +159,16 @@ class PostgresCdcSourceTask(SourceTask):
 
 
 class _Stream:
-    """Reads the slot: whole transactions, each table's changes into its ChangeTable."""
+    """Reads the slot: whole transactions, each captured table's row changes filed as they came
+    (`pgbatch.RowChanges`), decoded in bulk at the end (`tables`)."""
 
     def __init__(self, cfg: PostgresCdcConfig, by_name: dict[str, _Table], log: Any) -> None:
         self.cfg, self.by_name, self.log = cfg, by_name, log
-        self.changes: dict[str, ChangeTable] = {}
-        self._described: dict[str, pgoutput.Relation] = {}  # the Relation each topic's columns follow
-        self._topics: dict[str, str] = {}  # by `schema.table`
-        self.count = 0
+        self._pieces: dict[str, list[pgbatch.RowChanges | pgbatch.Truncated]] = {}  # by topic
+        self._tables: dict[str, _Table] = {}  # by topic
+        self._groups: dict[int, pgbatch.RowChanges | None] = {}  # by relation OID (None: not captured)
+        self._skipped: list[bytes] = []  # changes to tables published but not captured
+        self._truncates = 0
         self._decoder = pgoutput.Decoder()
 
     def read(self, start: int, target: int) -> int:
@@ -174,9 +176,11 @@ class _Stream:
         if target <= start:
             return start
         cfg = self.cfg
+        timeout = cfg.poll_timeout_ms / 1000
         reached = start
-        pending: list[Any] = []  # the open transaction's messages
         begin: pgoutput.Begin | None = None
+        opened: dict[int, list[bytes]] = {}  # the open transaction's messages, by relation OID
+        changes = polled = 0  # row changes streamed (captured or not: the batch's bound); at the last poll
         with _replication(cfg) as replication:
             cur = replication.cursor()
             cur.start_replication(
@@ -186,11 +190,14 @@ class _Stream:
                 options={"proto_version": "1", "publication_names": cfg.publication_name},
             )
             cur.send_feedback(flush_lsn=start, force=True)  # the last run's commit: confirmed only now
-            deadline = time.monotonic() + cfg.poll_timeout_ms / 1000
             heard = time.monotonic()  # the last data message (or the start)
+            deadline = heard + timeout
             while True:
                 message = cur.read_message()
                 if message is None:
+                    if changes != polled:  # row changes came since the last poll
+                        polled, heard = changes, time.monotonic()
+                        deadline = heard + timeout
                     # The server's reported WAL end can run ahead of what it has decoded and sent
                     # yet: trust it only once the stream has been quiet for a moment.
                     quiet = time.monotonic() - heard >= _QUIET_S
@@ -205,97 +212,88 @@ class _Stream:
                         )
                     select.select([cur], [], [], 0.2)
                     continue
-                deadline = heard = time.monotonic()
-                deadline += cfg.poll_timeout_ms / 1000
                 payload = message.payload
-                if payload[0] in pgoutput.ROW_CHANGES:  # the hot path: a row change, as a plain tuple
-                    row_change = pgoutput.change(payload)
-                    pending.append((row_change, self._decoder.relation(row_change[1])))  # as described now
+                if payload[0] in pgoutput.ROW_CHANGES:  # the hot path: filed as it came, decoded at the end
+                    oid = int.from_bytes(payload[1:5], "big")
+                    into = opened.get(oid)
+                    if into is None:
+                        into = opened[oid] = self._enter(oid, begin)
+                    into.append(payload)
+                    changes += 1
                     continue
+                heard = time.monotonic()
+                deadline = heard + timeout
                 event = self._decoder.decode(payload)
                 if isinstance(event, pgoutput.Begin):
-                    begin, pending = event, []
+                    begin, opened = event, {}
                 elif isinstance(event, pgoutput.Commit):
-                    if begin is not None and pending:
-                        self._apply(begin, event, pending)
-                    begin, pending = None, []
+                    begin = None
+                    self._skipped.clear()
                     reached = event.end_lsn
-                    if event.end_lsn >= target or self.count >= cfg.max_batch_size:
+                    if event.end_lsn >= target or changes >= cfg.max_batch_size:
                         break
+                elif isinstance(event, pgoutput.Relation):  # a new description: its changes file apart
+                    self._groups.pop(event.oid, None)
+                    opened.pop(event.oid, None)
                 elif isinstance(event, pgoutput.Truncate):
-                    pending.append(event)
+                    for oid in event.relation_oids:
+                        self._truncate(oid, begin)
+                        opened.pop(oid, None)  # the changes after it file after it
         return reached
 
-    def _apply(self, begin: pgoutput.Begin, commit: pgoutput.Commit, events: list[Any]) -> None:
-        """A transaction's changes (row changes with the Relation they were sent under, truncates),
-        each into its table's events."""
-        now = int(time.time() * 1000)
-        commit_ms = int(commit.commit_ts.timestamp() * 1000)
-        # per table of the transaction: the Relation, its events (None: not captured), one shared source
-        targets: dict[int, tuple[pgoutput.Relation, ChangeTable | None, dict[str, Any]]] = {}
+    @property
+    def count(self) -> int:
+        """Row changes and truncates of captured tables streamed."""
+        return self._truncates + sum(
+            len(p.messages) for pieces in self._pieces.values() for p in pieces if isinstance(p, pgbatch.RowChanges)
+        )
 
-        def target(oid: int, relation: pgoutput.Relation) -> tuple[ChangeTable | None, dict[str, Any]]:
-            found = targets.get(oid)
-            if found is None or found[0] is not relation:
-                table = self.by_name.get(f"{relation.namespace}.{relation.name}")  # published, maybe not captured
-                changes = self._changes(table, relation) if table is not None else None
-                source = (
-                    found[2]
-                    if found is not None
-                    else _source(
-                        self.cfg, relation.namespace, relation.name, commit_ms, "false", begin.xid, commit.commit_lsn
-                    )
-                )
-                found = targets[oid] = (relation, changes, source)
-            return found[1], found[2]
+    def tables(self) -> dict[str, Any]:
+        """Each captured table's events (an Arrow table), by topic."""
+        return {
+            topic: pgbatch.envelope_table(topic, self._tables[topic].key, pieces)
+            for topic, pieces in self._pieces.items()
+        }
 
-        for event in events:
-            if isinstance(event, pgoutput.Truncate):
-                for oid in event.relation_oids:
-                    changes, source = target(oid, self._decoder.relation(oid))
-                    if changes is not None:
-                        self.count += 1
-                        changes.add_row("t", None, None, source, now)
-                continue
-            (kind, oid, new, old, key), relation = event
-            changes, source = target(oid, relation)
-            if changes is None:
-                continue
-            self.count += 1
-            if kind == 73:  # insert
-                changes.add_row("c", None, _row(new), source, now)
-            elif kind == 85:  # update
-                after = _row(new)
-                if key is not None:  # the key changed: Debezium's delete + create
-                    changes.add_row("d", _row(key), None, source, now, tombstone=True)
-                    changes.add_row("c", None, after, source, now)
-                else:
-                    changes.add_row("u", _row(old) if old is not None else None, after, source, now)
-            else:  # delete
-                gone = old if old is not None else key
-                changes.add_row("d", _row(gone) if gone is not None else None, None, source, now, tombstone=True)
+    def _group(self, oid: int) -> pgbatch.RowChanges | None:
+        """The RowChanges a change to relation `oid` goes to now (None: a table not captured)."""
+        if oid in self._groups:
+            return self._groups[oid]
+        relation = self._decoder.relation(oid)
+        table = self.by_name.get(f"{relation.namespace}.{relation.name}")  # published, maybe not captured
+        group = None
+        if table is not None:
+            topic = topic_for(self.cfg.topic_prefix, table.schema, table.name)
+            group = pgbatch.RowChanges(relation)
+            self._pieces.setdefault(topic, []).append(group)
+            self._tables[topic] = table
+        self._groups[oid] = group
+        return group
 
-    def _changes(self, table: _Table, relation: pgoutput.Relation) -> ChangeTable:
-        """The table's events so far, taking rows as `relation` describes them."""
-        topic = self._topics.get(table.qualified)
-        if topic is None:
-            topic = self._topics[table.qualified] = topic_for(self.cfg.topic_prefix, table.schema, table.name)
-        found = self.changes.get(topic)
-        if found is not None and self._described.get(topic) is relation:
-            return found  # the same description as the last change: nothing to compare
-        self._described[topic] = relation
-        columns = [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
-        if found is None:
-            found = self.changes[topic] = ChangeTable(topic, columns, table.key, text=True)
-        found.describe(columns)  # a column added, dropped or retyped mid-run: the events carry the union
-        return found
+    def _enter(self, oid: int, begin: pgoutput.Begin | None) -> list[bytes]:
+        """The list the open transaction's changes to relation `oid` go to."""
+        if begin is None:
+            raise pgoutput.PgOutputError("a row change outside a transaction (no Begin before it)")
+        group = self._group(oid)
+        if group is None:
+            return self._skipped
+        return group.begin(self._source(group.relation, begin), int(time.time() * 1000))
 
+    def _truncate(self, oid: int, begin: pgoutput.Begin | None) -> None:
+        if begin is None:
+            raise pgoutput.PgOutputError("a TRUNCATE outside a transaction (no Begin before it)")
+        group = self._group(oid)
+        if group is None:
+            return
+        relation = group.relation
+        self._groups.pop(oid, None)  # the changes after it file after it
+        topic = topic_for(self.cfg.topic_prefix, relation.namespace, relation.name)
+        self._pieces[topic].append(pgbatch.Truncated(relation, self._source(relation, begin), int(time.time() * 1000)))
+        self._truncates += 1
 
-def _row(data: pgoutput.TupleData) -> tuple[Any, ...]:
-    """A row's values in their text forms, an unchanged TOAST value as Debezium's placeholder."""
-    if pgoutput.UNCHANGED_TOAST not in data:
-        return data
-    return tuple(UNAVAILABLE if v is pgoutput.UNCHANGED_TOAST else v for v in data)
+    def _source(self, relation: pgoutput.Relation, begin: pgoutput.Begin) -> dict[str, Any]:
+        commit_ms = int(begin.commit_ts.timestamp() * 1000)
+        return _source(self.cfg, relation.namespace, relation.name, commit_ms, "false", begin.xid, begin.final_lsn)
 
 
 #: Integer types a primary key can be split into ranges by.
