@@ -45,13 +45,21 @@ _NEW, _KEY, _OLD = 78, 75, 79  # a tuple's marker: new row, old key, whole old r
 @dataclass
 class RowChanges:
     """Row-change messages of one table under one description, in stream order; `starts[i]` is
-    the index of the first message of the transaction whose `source` is `sources[i]`."""
+    the index of the first message of the transaction whose `source` is `sources[i]`.
+
+    `decode` turns the messages filed so far into events while the stream waits for the server,
+    with the description's own columns; `envelope_table` takes them when every piece of the table
+    has the same columns, and decodes the messages again otherwise (a table described anew mid-run)."""
 
     relation: pgoutput.Relation
+    topic: str
+    key: tuple[str, ...]
     messages: list[bytes] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     ts_ms: list[int] = field(default_factory=list)
+    _decoded: list[pa.Table] = field(default_factory=list)
+    _done: int = 0  # messages decoded into `_decoded`
 
     def begin(self, source: dict[str, Any], ts_ms: int) -> list[bytes]:
         """The list a transaction's messages of this table go to."""
@@ -59,6 +67,24 @@ class RowChanges:
         self.sources.append(source)
         self.ts_ms.append(ts_ms)
         return self.messages
+
+    @property
+    def pending(self) -> int:
+        """Messages filed and not decoded yet."""
+        return len(self.messages) - self._done
+
+    @property
+    def columns(self) -> list[tuple[str, pa.DataType]]:
+        return [(c.name, arrow_type(c.type_oid, c.typmod)) for c in self.relation.columns]
+
+    def decode(self, limit: int | None = None) -> None:
+        """Decode up to `limit` (all) of the pending messages, with the description's own columns."""
+        end = len(self.messages) if limit is None else min(len(self.messages), self._done + limit)
+        if end > self._done:
+            columns = self.columns
+            schema = _schema(self.topic, columns, self.key)
+            self._decoded.append(_decoded(self.topic, self.key, self, columns, schema, self._done, end))
+            self._done = end
 
 
 @dataclass(frozen=True)
@@ -78,15 +104,24 @@ def envelope_table(topic: str, key: Sequence[str], pieces: Sequence[RowChanges |
     for relation in [p.relation for p in pieces]:
         own = [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
         columns = own if not columns else _merged(columns, own)
-    shape = ChangeTable(topic, columns, key, text=True)
-    schema = shape.schema if key else pa.schema([f for f in shape.schema if f.name != "__key"])
-    tables = [
-        _decoded(topic, key, p, columns, schema) if isinstance(p, RowChanges) else _truncated(p, columns, schema)
-        for p in pieces
-    ]
+    schema = _schema(topic, columns, key)
+    tables = []
+    for piece in pieces:
+        if isinstance(piece, Truncated):
+            tables.append(_truncated(piece, columns, schema))
+        elif piece.columns == columns:  # decoded as it is: what the stream decoded already holds
+            piece.decode()
+            tables.extend(piece._decoded)
+        else:
+            tables.append(_decoded(topic, key, piece, columns, schema, 0, len(piece.messages)))
     if not tables:
         return schema.empty_table()
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _schema(topic: str, columns: list[tuple[str, pa.DataType]], key: Sequence[str]) -> pa.Schema:
+    shape = ChangeTable(topic, columns, key, text=True).schema
+    return shape if key else pa.schema([f for f in shape if f.name != "__key"])
 
 
 def _merged(old: list[tuple[str, pa.DataType]], new: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:
@@ -210,14 +245,20 @@ def _sources(sources: list[dict[str, Any]], index: np.ndarray) -> pa.Array:
 
 
 def _decoded(
-    topic: str, key: Sequence[str], piece: RowChanges, columns: list[tuple[str, pa.DataType]], schema: pa.Schema
+    topic: str,
+    key: Sequence[str],
+    piece: RowChanges,
+    columns: list[tuple[str, pa.DataType]],
+    schema: pa.Schema,
+    first: int,
+    end: int,
 ) -> pa.Table:
-    messages = piece.messages
+    """The events of `piece`'s messages `first` to `end` (excluded)."""
     try:
-        return _events(topic, key, piece, columns, schema)
+        return _events(topic, key, piece, columns, schema, first, end)
     except _Malformed:
         relation, width = piece.relation, len(piece.relation.columns)
-        for message in messages:
+        for message in piece.messages[first:end]:
             for row in pgoutput.change(message)[2:]:  # raises, naming the problem
                 if row is not None and len(row) != width:
                     raise PgOutputError(
@@ -227,9 +268,15 @@ def _decoded(
 
 
 def _events(
-    topic: str, key: Sequence[str], piece: RowChanges, columns: list[tuple[str, pa.DataType]], schema: pa.Schema
+    topic: str,
+    key: Sequence[str],
+    piece: RowChanges,
+    columns: list[tuple[str, pa.DataType]],
+    schema: pa.Schema,
+    first: int,
+    end: int,
 ) -> pa.Table:
-    messages, relation = piece.messages, piece.relation
+    messages, relation = piece.messages[first:end], piece.relation
     width = len(relation.columns)
     joined = b"".join(messages)
     data = np.frombuffer(joined, np.uint8)
@@ -272,11 +319,11 @@ def _events(
     message = np.repeat(np.arange(count), per)
     step = np.arange(len(message)) - np.repeat(np.cumsum(per) - per, per)  # 0, 1, 2 within a message
     m_kind, m_key_change = kind[message], key_change[message]
-    first = step == 0
-    delete_event = first & ((m_kind == _D) | m_key_change)
+    lead = step == 0  # the first event of its message
+    delete_event = lead & ((m_kind == _D) | m_key_change)
     tombstone = (step == 1) & bool(key)
-    create = (m_key_change & (step == per[message] - 1)) | (first & (m_kind == _I))
-    update = first & (m_kind == 85) & ~m_key_change
+    create = (m_key_change & (step == per[message] - 1)) | (lead & (m_kind == _I))
+    update = lead & (m_kind == 85) & ~m_key_change
     op = np.full(len(message), 3, np.int8)  # 0 c, 1 u, 2 d, 3 none (a tombstone)
     op[create], op[update], op[delete_event] = 0, 1, 2
 
@@ -291,7 +338,7 @@ def _events(
     key_new = after
     key_old = np.where(after < 0, old_of[message], -1)
 
-    transaction = np.searchsorted(np.asarray(piece.starts, np.int64), message, side="right") - 1
+    transaction = np.searchsorted(np.asarray(piece.starts, np.int64), first + message, side="right") - 1
     source_index = np.where(tombstone, -1, transaction)
     ts = np.asarray(piece.ts_ms, np.int64)[transaction]
 

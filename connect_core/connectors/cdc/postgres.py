@@ -46,6 +46,8 @@ __all__ = ["PostgresCdcSourceConnector", "PostgresCdcSourceTask"]
 VERSION = "0.1.0"
 #: How long the stream must be quiet before the server's reported WAL end is taken as reached.
 _QUIET_S = 0.5
+#: Row changes decoded at a time while the stream waits for the server (`pgbatch`).
+DECODE_CHUNK = 20_000
 _SESSION = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3"
 
 
@@ -210,7 +212,8 @@ class _Stream:
                             f"the server streamed no more of slot `{cfg.slot_name}` within "
                             f"{cfg.poll_timeout_ms} ms while a transaction was open (poll.timeout.ms)"
                         )
-                    select.select([cur], [], [], 0.2)
+                    if not self._decode_some():  # the server has sent nothing yet: decode what it sent
+                        select.select([cur], [], [], 0.2)
                     continue
                 payload = message.payload
                 if payload[0] in pgoutput.ROW_CHANGES:  # the hot path: filed as it came, decoded at the end
@@ -255,6 +258,15 @@ class _Stream:
             for topic, pieces in self._pieces.items()
         }
 
+    def _decode_some(self) -> bool:
+        """Decode `DECODE_CHUNK` filed changes of a table that has that many pending, if one has:
+        done while the stream waits for the server, the decoding costs the run (almost) nothing."""
+        for group in self._groups.values():
+            if group is not None and group.pending >= DECODE_CHUNK:
+                group.decode(DECODE_CHUNK)
+                return True
+        return False
+
     def _group(self, oid: int) -> pgbatch.RowChanges | None:
         """The RowChanges a change to relation `oid` goes to now (None: a table not captured)."""
         if oid in self._groups:
@@ -264,7 +276,7 @@ class _Stream:
         group = None
         if table is not None:
             topic = topic_for(self.cfg.topic_prefix, table.schema, table.name)
-            group = pgbatch.RowChanges(relation)
+            group = pgbatch.RowChanges(relation, topic, table.key)
             self._pieces.setdefault(topic, []).append(group)
             self._tables[topic] = table
         self._groups[oid] = group

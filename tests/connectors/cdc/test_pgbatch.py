@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import logging
+import os
 import random
 import struct
 from collections.abc import Iterator
@@ -73,9 +74,19 @@ def _reference(stream: postgres._Stream, topic: str) -> pa.Table:
 
 
 class _Cursor:
-    def __init__(self, payloads: list[bytes]) -> None:
+    """A replication cursor that gives `payloads`; with `pause`, nothing (the server is busy) after
+    every `pause` of them."""
+
+    def __init__(self, payloads: list[bytes], pause: int = 0) -> None:
         self._left = iter(payloads)
+        self._pause, self._given = pause, 0
         self.wal_end = 2**63
+        self._readable, writer = os.pipe()  # what the stream selects on: always readable
+        os.write(writer, b"x")
+        os.close(writer)
+
+    def fileno(self) -> int:
+        return self._readable
 
     def start_replication(self, **_: Any) -> None:
         pass
@@ -84,14 +95,19 @@ class _Cursor:
         pass
 
     def read_message(self) -> Any:
+        self._given += 1
+        if self._pause and self._given % (self._pause + 1) == 0:
+            return None
         payload = next(self._left, None)
         return None if payload is None else type("Message", (), {"payload": payload})()
 
 
-def _stream(monkeypatch: pytest.MonkeyPatch, cfg: PostgresCdcConfig, tables: list[Any], payloads: list[bytes]) -> Any:
+def _stream(
+    monkeypatch: pytest.MonkeyPatch, cfg: PostgresCdcConfig, tables: list[Any], payloads: list[bytes], pause: int = 0
+) -> Any:
     @contextlib.contextmanager
     def replication(_: Any) -> Iterator[Any]:
-        yield type("Connection", (), {"cursor": lambda self: _Cursor(payloads)})()
+        yield type("Connection", (), {"cursor": lambda self: _Cursor(payloads, pause)})()
 
     monkeypatch.setattr(postgres, "_replication", replication)
     stream = postgres._Stream(cfg, {t.qualified: t for t in tables}, logging.getLogger("test"))
@@ -261,10 +277,17 @@ def _generated_tables() -> list[Any]:
     return [table("items", _ITEMS), table("notes", _NOTES)]
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_a_generated_stream_decodes_as_row_at_a_time(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("seed", "pause"), [(1, 0), (2, 0), (3, 5), (4, 3)])
+def test_a_generated_stream_decodes_as_row_at_a_time(seed: int, pause: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `pause`, the server is slow: the stream decodes what it has while it waits, in chunks
+    of 7 changes that split transactions."""
+    monkeypatch.setattr(postgres, "DECODE_CHUNK", 7)
     payloads = _generated(random.Random(seed))
-    stream = _stream(monkeypatch, _config(), _generated_tables(), payloads)
+    stream = _stream(monkeypatch, _config(), _generated_tables(), payloads, pause)
+    chunks = [
+        len(p._decoded) for pieces in stream._pieces.values() for p in pieces if isinstance(p, pgbatch.RowChanges)
+    ]
+    assert (sum(chunks) > 10) == bool(pause)  # decoded while streaming, or all at the end
     bulk = stream.tables()
     assert sorted(bulk) == ["srv.public.items", "srv.public.notes"]  # `other` is published, not captured
     for topic, events in bulk.items():
