@@ -97,6 +97,21 @@ class PostgresCdcConfig(CdcConfig):
     slot_drop_on_stop: bool = Field(
         default=False, alias="slot.drop.on.stop", description="Drop the slot when the connector is deleted."
     )
+    max_batch_size: int = Field(
+        default=1_000_000,
+        alias="max.batch.size",
+        ge=1,
+        description="At most about this many changes per run (whole transactions: a bigger one is taken whole). "
+        "Ten times MariaDB's: a run decodes its changes in bulk, and one that stops short of a backlog makes the "
+        "server decode the backlog again at the next run.",
+    )
+    max_batch_bytes: int = Field(
+        default=64 << 20,
+        alias="max.batch.bytes",
+        ge=1 << 16,
+        description="And at most about this many bytes of changes as the server sends them: a run's memory peaks at "
+        "about 5 times this (the messages, and their events as Arrow).",
+    )
     heartbeat_interval_ms: int = Field(
         default=60_000,
         alias="heartbeat.interval.ms",

@@ -10,9 +10,11 @@ missing). Each run
    under the snapshot the slot exported, as `r` events: the stream then starts exactly where the
    copy ends, with no gap and no duplicate;
 3. otherwise reads the slot from the committed position up to the WAL end the server had when
-   the run began (about `max.batch.size` changes at most, whole transactions only) and ends
-   with the position just past the last complete transaction, committed with the records in
-   the runtime's one metadata transaction.
+   the run began (about `max.batch.size` changes or `max.batch.bytes` at most, whole
+   transactions only) and ends with the position just past the last complete transaction,
+   committed with the records in the runtime's one metadata transaction. The changes are filed
+   as they come and decoded a column at a time while the stream waits for the server
+   (`pgbatch`), so a run costs about what the server takes to send them.
 
 Events go to `<topic.prefix>.<schema>.<table>` in Debezium's envelope (`envelope.py`), keyed by
 the primary key; a delete is followed by a tombstone. A table without a primary key has no key.
@@ -182,7 +184,7 @@ class _Stream:
         reached = start
         begin: pgoutput.Begin | None = None
         opened: dict[int, list[bytes]] = {}  # the open transaction's messages, by relation OID
-        changes = polled = 0  # row changes streamed (captured or not: the batch's bound); at the last poll
+        changes = polled = size = 0  # row changes streamed (captured or not) and their bytes; changes at the last poll
         with _replication(cfg) as replication:
             cur = replication.cursor()
             cur.start_replication(
@@ -223,6 +225,7 @@ class _Stream:
                         into = opened[oid] = self._enter(oid, begin)
                     into.append(payload)
                     changes += 1
+                    size += len(payload)
                     continue
                 heard = time.monotonic()
                 deadline = heard + timeout
@@ -233,7 +236,7 @@ class _Stream:
                     begin = None
                     self._skipped.clear()
                     reached = event.end_lsn
-                    if event.end_lsn >= target or changes >= cfg.max_batch_size:
+                    if event.end_lsn >= target or changes >= cfg.max_batch_size or size >= cfg.max_batch_bytes:
                         break
                 elif isinstance(event, pgoutput.Relation):  # a new description: its changes file apart
                     self._groups.pop(event.oid, None)

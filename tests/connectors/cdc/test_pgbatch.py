@@ -114,7 +114,9 @@ def _stream(
     last = payloads[-1]
     assert last[:1] == b"C"
     (end,) = struct.unpack_from("!Q", last, 10)
-    assert stream.read(1, end) == end
+    stream.reached = stream.read(1, end)
+    if cfg.max_batch_size >= len(payloads) and cfg.max_batch_bytes >= sum(map(len, payloads)):
+        assert stream.reached == end
     return stream
 
 
@@ -298,6 +300,28 @@ def test_a_generated_stream_decodes_as_row_at_a_time(seed: int, pause: int, monk
     assert "t" in bulk["srv.public.notes"]["op"].to_pylist()
     rows = sum(1 for p in payloads if p[0] in ROW_CHANGES and struct.unpack_from("!I", p, 1)[0] != 3)
     assert stream.count == rows + 1  # and the truncate
+
+
+@pytest.mark.parametrize("bound", [{"max.batch.size": 100}, {"max.batch.bytes": 70_000}])
+def test_a_run_stops_at_the_first_commit_past_its_bound(bound: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    payloads = _generated(random.Random(5))
+    stream = _stream(monkeypatch, _config(**bound), _generated_tables(), payloads)
+    changes = size = 0  # of every table, captured or not, up to each commit
+    at = 0
+    for payload in payloads:
+        at += 1
+        if payload[0] in ROW_CHANGES:
+            changes, size = changes + 1, size + len(payload)
+        elif payload[:1] == b"C" and (
+            changes >= bound.get("max.batch.size", 2**62) or size >= bound.get("max.batch.bytes", 2**62)
+        ):
+            break
+    assert at < len(payloads)  # the bound stopped the run before the stream's end
+    (end_lsn,) = struct.unpack_from("!Q", payloads[at - 1], 10)
+    assert stream.reached == end_lsn  # the position: just past the last whole transaction read
+    captured = [p for p in payloads[:at] if p[0] in ROW_CHANGES and struct.unpack_from("!I", p, 1)[0] != 3]
+    assert stream.count == len(captured) + any(p[:1] == b"T" for p in payloads[:at])
+    assert sum(t.num_rows for t in stream.tables().values()) > 0
 
 
 def test_a_table_without_a_key_has_no_key_and_no_tombstones(monkeypatch: pytest.MonkeyPatch) -> None:
