@@ -91,6 +91,16 @@ SCRIPT = r"""
     return Math.round(s / 86400) + " d ago";
   }
 
+  function until(iso) {
+    const s = (Date.parse(iso) - Date.now()) / 1000;
+    if (!isFinite(s)) return "";
+    if (s < 1) return "due";
+    if (s < 90) return "in " + Math.round(s) + " s";
+    if (s < 5400) return "in " + Math.round(s / 60) + " min";
+    if (s < 129600) return "in " + Math.round(s / 3600) + " h";
+    return "in " + Math.round(s / 86400) + " d";
+  }
+
   function num(v) {
     return typeof v === "number" && isFinite(v) ? v : null;
   }
@@ -181,6 +191,12 @@ SCRIPT = r"""
       lastRun.appendChild(el("span", " " + ago(c.last_run.finished_at)));
     }
     tds.push(lastRun);
+    const next = el("td", c.schedule || "");
+    if (c.next_run) {
+      next.appendChild(el("span", " · " + until(c.next_run)));
+      next.title = c.next_run;
+    }
+    tds.push(next);
     tds.push(el("td", c.pools.join(", ")));
     const err = el("td", "", "err");
     if (c.last_error) {

@@ -18,7 +18,7 @@ traces are masked (`mask_text`) and cut to their tail, where a Java or Python tr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import text
@@ -28,6 +28,7 @@ from connect_core.runtime.context import Runtime
 from connect_core.runtime.security import mask_text
 from connect_core.runtime.store.connectors import ConnectorStatus, Page
 from connect_core.runtime.store.readers import SINK_TOPICS
+from connect_core.sdk.config import CRON_PRESETS, check_schedule, schedule_interval
 
 __all__ = ["RUNS_SHOWN", "connectors_view", "failed_runs"]
 
@@ -81,6 +82,9 @@ _LAGS = text(
     """
 )
 
+# Each connector's schedule (not a secret: a cron, a preset or an interval), and whether it set one.
+_SCHEDULES = text("SELECT name, config->>'schedule' AS schedule, config ? 'schedule' AS given FROM connect.connectors")
+
 _POOLS = text(
     """
     SELECT connector, array_agg(DISTINCT pool ORDER BY pool) AS pools
@@ -111,11 +115,45 @@ def connectors_view(runtime: Runtime, runs: int = RUNS_SHOWN) -> list[dict[str, 
             last_errors = {r.connector: r for r in conn.execute(_LAST_ERRORS)}
             lags = {r.connector: (int(r.lag), int(r.partitions)) for r in conn.execute(_LAGS)}
             pools = {r.connector: list(r.pools) for r in conn.execute(_POOLS)}
+            schedules = {r.name: (r.schedule, r.given) for r in conn.execute(_SCHEDULES)}
     history = _history(run_rows, last_errors)
-    return [
-        _connector(listing.statuses[name], history.get(name, {}), lags.get(name), pools.get(name, []))
-        for name in listing.names
-    ]
+    now = datetime.now(UTC)
+    views = []
+    for name in listing.names:
+        status = listing.statuses[name]
+        view = _connector(status, history.get(name, {}), lags.get(name), pools.get(name, []))
+        schedule, given = schedules.get(name, (None, False))
+        if not given:  # the configs' defaults: sources hourly, sinks when their topics get data
+            schedule = "@hourly" if status.type == "source" else None
+        view["schedule"], view["next_run"] = next_run(schedule, status.type, status.state, view["last_run"], now)
+        views.append(view)
+    return views
+
+
+def next_run(
+    schedule: str | None, kind: str, state: str, last_run: Mapping[str, Any] | None, now: datetime
+) -> tuple[str, str | None]:
+    """What the connector's DAG runs on, and when its next scheduled run is (ISO; None: no set time):
+    a cron or preset's next time after `now`, an interval's after the last run (`now` when due). A
+    sink also runs whenever its topics get data."""
+    try:
+        schedule = check_schedule(schedule, sink=kind == "sink")
+    except ValueError:
+        return "invalid schedule", None
+    if state in ("PAUSED", "STOPPED"):
+        return state.lower(), None
+    if schedule is None:
+        return ("on new data" if kind == "sink" else "by hand"), None
+    interval = schedule_interval(schedule)
+    if interval is not None:
+        finished = last_run.get("finished_at") if last_run else None
+        due = datetime.fromisoformat(finished) + interval if finished else now
+        return f"every {schedule}", _iso(max(due, now))
+    if schedule in ("@continuous", "@once"):
+        return schedule, None
+    from croniter import croniter
+
+    return schedule, _iso(croniter(CRON_PRESETS.get(schedule, schedule), now).get_next(datetime))
 
 
 def failed_runs(runtime: Runtime, connector: str, limit: int = 10) -> list[dict[str, Any]]:

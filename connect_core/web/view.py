@@ -108,6 +108,7 @@ def _page(data: dict[str, Any], *, root: str, rest_base: str, dag_base: str | No
         "lag (records behind)",
         "records per run",
         "last run",
+        "next run",
         "pool",
         "last error",
         "links",

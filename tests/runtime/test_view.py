@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -11,6 +12,7 @@ from sqlalchemy import event, text
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import TaskRunner
+from connect_core.web._data import next_run
 from connect_core.web.view import create_view_app
 from tests.conftest import file_pair
 
@@ -27,6 +29,11 @@ def test_view_lists_connectors_lag_throughput_and_runs(runtime: Runtime, runner:
     assert src["lag"] is None and src["dag_id"] == "connect__fileSourceConnector" and src["pools"] == ["local"]
     assert sink["lag"] == 2 and sink["tasks"][0]["state"] == "UNASSIGNED" and sink["last_run"] is None
     assert "config" not in src and str(source) not in json.dumps(data)  # config values are never shown
+
+    # the next scheduled run: the source's default hourly schedule, at the next full hour; the sink on its data
+    next_run = datetime.fromisoformat(src["next_run"])
+    assert src["schedule"] == "@hourly" and next_run > datetime.now(UTC) and next_run.minute == next_run.second == 0
+    assert (sink["schedule"], sink["next_run"]) == ("on new data", None)
 
     runner.run("fileSinkConnector", 0)
     assert {c["name"]: c for c in client.get("/data.json").json()["connectors"]}["fileSinkConnector"]["lag"] == 0
@@ -109,3 +116,17 @@ def test_view_shows_pools_their_health_and_who_runs_what(runtime: Runtime, tmp_p
     page = client.get("/").text
     assert "on 2 Spark pool(s)" in page and "spark://127.0.0.1:7077" in page and "running" not in data["pools"][0]
     assert "s3cr3t" not in page and "s3cr3t" not in str(pools)
+
+
+def test_the_next_run_follows_the_schedule_and_the_state() -> None:
+    now = datetime(2026, 11, 25, 10, 17, 30, tzinfo=UTC)
+    last = {"finished_at": (now - timedelta(minutes=10)).isoformat()}
+    assert next_run("*/15 * * * *", "source", "RUNNING", last, now) == ("*/15 * * * *", "2026-11-25T10:30:00+00:00")
+    assert next_run("@daily", "sink", "RUNNING", None, now) == ("@daily", "2026-11-26T00:00:00+00:00")
+    assert next_run("30m", "source", "RUNNING", last, now) == ("every 30m", "2026-11-25T10:37:30+00:00")
+    assert next_run("5m", "source", "RUNNING", last, now) == ("every 5m", now.isoformat())  # overdue: due now
+    assert next_run("30m", "source", "RUNNING", None, now) == ("every 30m", now.isoformat())
+    assert next_run("@hourly", "source", "PAUSED", last, now) == ("paused", None)
+    assert next_run("@continuous", "source", "RUNNING", last, now) == ("@continuous", None)
+    assert next_run("none", "source", "RUNNING", last, now) == ("by hand", None)
+    assert next_run("@continuous", "sink", "RUNNING", last, now) == ("invalid schedule", None)
