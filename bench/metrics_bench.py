@@ -90,6 +90,10 @@ SETUP = [
     FROM connect.task_runs GROUP BY connector
     """,
     """
+    INSERT INTO connect.task_run_totals (connector, task_id, succeeded, failed, records, errored, last_error_at)
+    SELECT name, 0, 90, 10, 9000, 20, now() - interval '8 days' FROM connect.connectors
+    """,
+    """
     INSERT INTO connect.topics (name, partitions)
     SELECT config->>'topic', 1 FROM connect.connectors WHERE type = 'source'
     """,
@@ -192,7 +196,8 @@ def main() -> None:
             "## metrics scrape: GET /metrics at 1,000 connectors",
             "",
             "Reproduce: `.venv/bin/python bench/metrics_bench.py`. 500 file sources + 500 file sinks (one",
-            f"task each), {args.runs} finished runs per task in `task_runs`, a topic per source, every sink",
+            f"task each), {args.runs} finished runs per task in `task_runs` and a row of pruned runs' totals",
+            "(`task_run_totals`), a topic per source, every sink",
             f"lagging 1,000 records, {POOLS} pools; bulk-inserted with SQL. One `connect serve` process",
             "(uvicorn, real HTTP on loopback, auth and security edge on) scraped one request at a time by",
             f"an HTTP client in the bench process, {args.scrapes} scrapes after 3 warm-up ones, on the same",

@@ -41,7 +41,7 @@ from connect_core.runtime.execution.submit import (
     split_secret_conf,
 )
 from connect_core.runtime.execution.worker_client import WorkerGone, find_worker, fingerprint, run_on_worker
-from connect_core.runtime.lineage import run_lineage
+from connect_core.runtime.lineage import Dataset, run_lineage
 from connect_core.runtime.security import mask_text, masker
 from connect_core.runtime.store.connectors import ConnectorInfo
 from connect_core.runtime.topics.store import Segment
@@ -141,16 +141,25 @@ class ConnectTaskOperator(SparkSubmitOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage (the Airflow provider calls it when the task ends): the datasets the run read
-        and wrote, with the rows written (`runtime.lineage`); topics as datasets of their own."""
+        and wrote, with the rows written and their columns (`runtime.lineage`); topics as datasets
+        of their own. Read from the metadata store and segment footers only."""
         from airflow.providers.openlineage.extractors import OperatorLineage
         from openlineage.client.event_v2 import InputDataset, OutputDataset
         from openlineage.client.facet_v2 import output_statistics_output_dataset as statistics
+        from openlineage.client.facet_v2 import schema_dataset
 
         runtime = Runtime.open(upgrade=False)
         try:
             found = run_lineage(runtime, self.connector, self.connect_task_id)
         finally:
             runtime.close()
+
+        def facets(d: Dataset) -> dict[str, Any]:
+            if d.fields is None:
+                return {}
+            fields = [schema_dataset.SchemaDatasetFacetFields(name=f.name, type=f.type) for f in d.fields]
+            return {"schema": schema_dataset.SchemaDatasetFacet(fields=fields)}
+
         outputs = [
             OutputDataset(
                 d.namespace,
@@ -158,10 +167,12 @@ class ConnectTaskOperator(SparkSubmitOperator):
                 {"outputStatistics": statistics.OutputStatisticsOutputDatasetFacet(rowCount=d.rows)}
                 if d.rows is not None
                 else {},
+                facets=facets(d),
             )
             for d in found.outputs
         ]
-        return OperatorLineage(inputs=[InputDataset(d.namespace, d.name) for d in found.inputs], outputs=outputs)
+        inputs = [InputDataset(d.namespace, d.name, facets=facets(d)) for d in found.inputs]
+        return OperatorLineage(inputs=inputs, outputs=outputs)
 
     def _announce(self, context: Any, run: dict[str, Any], landed: Sequence[Segment]) -> None:
         """Each topic's Asset event says what landed in it (rows, offsets by partition, the run), so a

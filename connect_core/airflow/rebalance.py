@@ -12,9 +12,10 @@ and fires as soon as a rebalance would change the assignment: a pool lost
 for `sticky`), a pool joined, a connector created, resized or deleted. The
 `rebalance` task then writes generation + 1 and gives every Spark pool an
 Airflow pool with its capacity as slots. Then the next run starts waiting.
-While waiting, the trigger also prunes the metadata's history (finished task
-runs and rebalance log rows older than `CONNECT_HISTORY_RETENTION_DAYS`) once
-an hour.
+While waiting, the trigger also cleans the topics (retention, compaction and
+merging of small segments: `runtime.topics.cleaner`) and prunes the metadata's
+history (finished task runs and rebalance log rows older than
+`CONNECT_HISTORY_RETENTION_DAYS`) once an hour.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from connect_core.runtime.cluster.rebalancer import Rebalancer, sync_airflow_poo
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.store.db import database_url, make_engine
 from connect_core.runtime.store.retention import prune
-from connect_core.runtime.topics.retention import apply_retention
+from connect_core.runtime.topics.cleaner import clean_topics
 
 __all__ = ["REBALANCE_DAG_ID", "PoolChangeTrigger", "RebalanceSensor", "rebalance_dag"]
 
@@ -64,7 +65,12 @@ PRUNE_EVERY = 3600.0
 
 def _prune(engine: Engine, settings: Settings) -> None:
     try:
-        apply_retention(engine, settings.topic_retention_ms)  # first: it frees the runs its segments held
+        # first the topics (retention, compaction, merging: bounded work per pass): it frees the runs
+        # their segments held
+        clean_topics(engine, settings.topic_retention_ms)
+    except Exception as exc:  # retried next hour; the history is pruned all the same
+        log.warning("cleaning the topics failed: %s", exc)
+    try:
         prune(engine, settings.history_retention_days)
     except Exception as exc:  # a prune that fails is retried next hour; the sensor keeps watching
         log.warning("pruning the metadata's history failed: %s", exc)

@@ -1,15 +1,18 @@
-"""`connect topics`: what each topic keeps, who reads it and how far behind; its retention."""
+"""`connect topics`: what each topic keeps, who reads it and how far behind; its settings
+(retention, cleanup policy); cleaning the topics now; deleting one."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Column, Table
 
 from connect_core.cli._app import OutputOpt, app, backend, out, print_json
 
-topics_app = typer.Typer(help="Topics: segments, end offsets, retention, the sinks reading them.", no_args_is_help=True)
+topics_app = typer.Typer(
+    help="Topics: segments, end offsets, retention, compaction, the sinks reading them.", no_args_is_help=True
+)
 app.add_typer(topics_app, name="topics")
 
 
@@ -17,26 +20,44 @@ def _retention(ms: int) -> str:
     return "for ever" if ms < 0 else f"{ms / 3_600_000:g} h"
 
 
+def _bytes(n: int) -> str:
+    if n < 0:
+        return "no limit"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:g} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
 @topics_app.command("list")
 def list_topics(output: OutputOpt = "table") -> None:
-    """Every topic: partitions, segments and rows kept, end offsets, retention, its sinks' lag."""
+    """Every topic: partitions, segments, rows and bytes kept, end offsets, retention, cleanup policy,
+    its sinks' lag."""
     with backend() as svc:
         topics = svc.list_topics()
     if output == "json":
         print_json(topics)
         return
     topic = Column("topic", no_wrap=True)  # names whole; the other columns wrap
-    table = Table(topic, "partitions", "segments", "rows kept", "end offsets", "retention", "sinks (lag)")
+    table = Table(
+        topic, "partitions", "segments", "rows kept", "size", "end offsets", "retention", "policy", "sinks (lag)"
+    )
     for t in topics:
         sinks = ", ".join(f"{s['connector']}[{s['partition']}]: {s['lag']}" for s in t["sinks"]) or "none"
         ends = ", ".join(f"{p}: {o}" for p, o in sorted(t["end_offsets"].items(), key=lambda i: int(i[0])))
+        retention = _retention(t["retention.ms"])
+        if t.get("retention.bytes", -1) >= 0:
+            retention += f", {_bytes(t['retention.bytes'])}/partition"
         table.add_row(
             t["name"],
             str(t["partitions"]),
             str(t["segments"]),
             str(t["rows"]),
+            _bytes(t.get("size_bytes", 0)),
             ends,
-            _retention(t["retention.ms"]),
+            retention,
+            t.get("cleanup.policy", "delete"),
             sinks,
         )
     out.print(table)
@@ -58,22 +79,77 @@ def alter(
     default_retention: Annotated[
         bool, typer.Option("--default-retention", help="Back to the runtime's default retention.")
     ] = False,
+    config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="KEY=VALUE (repeatable): retention.ms, retention.bytes, cleanup.policy (delete, compact, "
+            "compact,delete), delete.retention.ms, segment.bytes; KEY= (empty) goes back to the default.",
+        ),
+    ] = None,
 ) -> None:
-    """Set a topic's retention."""
-    if retention_ms is None and not default_retention:
-        raise typer.BadParameter("give --retention-ms MS or --default-retention")
+    """Set a topic's settings (Kafka's `kafka-configs --alter --add-config`)."""
+    changes: dict[str, Any] = {}
+    for item in config or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"`{item[:100]}` is not KEY=VALUE", param_hint="--config")
+        changes[key.strip()] = value.strip() or None
+    if retention_ms is not None or default_retention:
+        changes["retention.ms"] = None if default_retention else retention_ms
+    if not changes:
+        raise typer.BadParameter("give --retention-ms MS, --default-retention or --config KEY=VALUE")
     with backend() as svc:
-        topic = svc.set_topic_config(name, {"retention.ms": None if default_retention else retention_ms})
-    out.print(f"{name}: retention {_retention(topic['retention.ms'])}")
+        topic = svc.set_topic_config(name, changes)
+    out.print(
+        f"{name}: retention {_retention(topic['retention.ms'])}, retention.bytes {_bytes(topic['retention.bytes'])}, "
+        f"cleanup.policy {topic['cleanup.policy']}",
+        highlight=False,
+    )
+
+
+@topics_app.command("delete")
+def delete(
+    name: str,
+    force: Annotated[bool, typer.Option("--force", help="Delete it even while connectors read or write it.")] = False,
+) -> None:
+    """Delete a topic: its segments (rows, then files) and the sinks' offsets in it. Refused while a
+    connector reads or writes it, unless --force."""
+    with backend() as svc:
+        done = svc.delete_topic(name, force)
+    out.print(f"deleted topic {name}: {done['segments']} segment(s), {done['rows']} row(s)", highlight=False)
 
 
 @topics_app.command("prune")
 def prune(
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would go; delete nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would happen; change nothing.")] = False,
 ) -> None:
-    """Delete the segments past retention that every sink reading them has committed (the rebalance
-    sensor does it hourly)."""
+    """Clean the topics now (the rebalance sensor does it hourly): delete the segments past retention
+    that every sink reading them has committed, compact `compact` topics, merge small segments."""
     with backend() as svc:
         done = svc.apply_topic_retention(dry_run)
     verb = "would delete" if dry_run else "deleted"
     out.print(f"{verb} {len(done['segments'])} segment(s), {done['rows']} row(s)")
+    compacted, merged = done.get("compacted", []), done.get("merged", [])
+    if compacted:
+        removed = sum(c["rows_before"] - c["rows_after"] for c in compacted)
+        out.print(
+            f"{'would compact' if dry_run else 'compacted'} {len(compacted)} segment(s): {removed} record(s) removed"
+        )
+    if merged:
+        count = sum(m["segments"] for m in merged)
+        out.print(f"{'would merge' if dry_run else 'merged'} {count} segment(s) into {len(merged)}")
+    if dry_run:
+        for s in done["segments"]:
+            out.print(f"  delete {s['topic']}[{s['partition']}] {s['offsets'][0]}..{s['offsets'][1]} ({s['reason']})")
+        for c in compacted:
+            out.print(
+                f"  compact {c['topic']}[{c['partition']}] {c['start_offset']}..{c['end_offset']}: "
+                f"{c['rows_before']} → {c['rows_after']} rows"
+            )
+        for m in merged:
+            out.print(
+                f"  merge {m['topic']}[{m['partition']}] {m['start_offset']}..{m['end_offset']}: "
+                f"{m['segments']} segments"
+            )

@@ -116,6 +116,9 @@ class RestClient:
     def apply_topic_retention(self, dry_run: bool = False) -> dict[str, Any]:
         return dict(self._call("POST", "/topics/retention", params={"dryRun": str(dry_run).lower()}))
 
+    def delete_topic(self, name: str, force: bool = False) -> dict[str, Any]:
+        return dict(self._call("DELETE", f"/topics/{name}", params={"force": str(force).lower()}))
+
     def reset_offsets(self, name: str, to_time: str | None = None) -> dict[str, str]:
         params = {"toTime": to_time} if to_time else None
         return dict(self._call("DELETE", f"/connectors/{name}/offsets", params=params))

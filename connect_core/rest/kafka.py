@@ -211,9 +211,15 @@ def stop(svc: Svc, connector: str) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/connectors/{connector}/topics", summary="Topics the connector uses")
+@router.get("/connectors/{connector}/topics", summary="Active topics: written or read since creation or reset")
 def topics(svc: Svc, connector: str) -> dict[str, Any]:
     return svc.topics(connector)
+
+
+@router.put("/connectors/{connector}/topics/reset", summary="Empty the connector's active topics")
+def reset_topics(svc: Svc, connector: str) -> Response:
+    svc.reset_topics(connector)
+    return Response(status_code=200)
 
 
 @router.get("/connectors/{connector}/offsets", summary="Committed positions / offsets")

@@ -16,13 +16,20 @@ Kafka (group / name)                                   Prometheus
 connector-metrics status                               kafka_connect_connector_status{state} 1
 connector-task-metrics status                          kafka_connect_connector_task_status{state} 1
 connector-task-metrics batch-size-avg                  kafka_connect_connector_task_batch_size_avg
+connector-task-metrics running-ratio                   kafka_connect_connector_task_running_ratio
 connector-task-metrics offset-commit-avg-time-ms       kafka_connect_connector_task_offset_commit_avg_time_ms
 source-task-metrics source-record-poll-total           kafka_connect_source_task_source_record_poll_total
+source-task-metrics source-record-poll-rate            kafka_connect_source_task_source_record_poll_rate
 sink-task-metrics sink-record-lag-max                  kafka_connect_sink_task_sink_record_lag_max
 task-error-metrics total-record-errors                 kafka_connect_task_error_record_errors_total
 task-error-metrics last-error-timestamp                kafka_connect_task_error_last_error_timestamp_seconds
 connect-worker-rebalance-metrics completed-rebalances  kafka_connect_worker_rebalance_completed_rebalances_total
 =====================================================  =================================================
+
+Two of this runtime's own, as the issue's lag asks: `kafka_connect_sink_task_sink_record_lag_seconds`
+(per topic partition: since the oldest records the sink has not committed were written) and
+`kafka_connect_source_task_position_age_seconds{connector}` (since the source last committed a
+position).
 
 A micro-batch run is the unit here: a source's "poll" is a run's read, a sink's "put" a run's
 write, an "offset commit" a run's commit. Labels hold only connector names, task ids, topics,
@@ -82,6 +89,23 @@ def _success(r: TaskRunTotals) -> float | None:
 
 _RUN_METRICS = (
     _RunMetric("connector_task_batch_size_avg", "Records per committed run (batch-size-avg).", lambda r: r.batch_avg),
+    _RunMetric(
+        "connector_task_running_ratio",
+        "The share of the last hour the task spent in runs (running-ratio: a micro-batch task is idle between runs).",
+        lambda r: r.running_ratio,
+    ),
+    _RunMetric(
+        "source_task_source_record_poll_rate",
+        "Records per second read by committed runs over the last hour (source-record-poll-rate).",
+        lambda r: r.recent_rate,
+        type="source",
+    ),
+    _RunMetric(
+        "sink_task_sink_record_read_rate",
+        "Records per second read by committed runs over the last hour (sink-record-read-rate).",
+        lambda r: r.recent_rate,
+        type="sink",
+    ),
     _RunMetric(
         "connector_task_batch_size_max", "Most records of a committed run (batch-size-max).", lambda r: r.batch_max
     ),
@@ -240,6 +264,24 @@ class ConnectCollector:
         for (connector, task), value in most.items():
             lag_max.add_metric([connector, str(task)], value)
         yield lag_max
+        seconds = _gauge(
+            "sink_task_sink_record_lag_seconds",
+            "Seconds since the oldest records of the topic partition the sink has not committed were written (0: none).",
+            *_TASK,
+            "topic",
+            "partition",
+        )
+        for item in self.snapshot.lags:
+            seconds.add_metric(
+                [item.connector, str(item.task), item.topic, str(item.partition)], round(item.lag_seconds, 3)
+            )
+        yield seconds
+        age = _gauge(
+            "source_task_position_age_seconds", "Seconds since the source last committed a position.", "connector"
+        )
+        for source in self.snapshot.source_ages:
+            age.add_metric([source.connector], round(source.seconds, 3))
+        yield age
 
     def _errors(self, key: str, name: str, doc: str) -> Metric:
         """Every task's total, 0 included: a counter that exists from the start shows its first increase."""

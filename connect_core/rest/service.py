@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from connect_core import __version__
 from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
 from connect_core.runtime.cluster.allocation import STRATEGIES
@@ -36,7 +34,6 @@ from connect_core.runtime.store.connectors import (
 )
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.validation import config_infos, transform_definitions
-from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
 from connect_core.sdk.records import SourcePosition, TopicPartition
 
@@ -216,17 +213,13 @@ class ConnectService:
         return [{"id": {"connector": name, "task": i}, "config": mask_config(cfg)} for i, cfg in enumerate(info.tasks)]
 
     def topics(self, name: str) -> dict[str, Any]:
-        info = self.rt.connectors.get(name)
-        plugin_cls: Any = self.rt.registry.resolve(info.connector_class).cls
-        try:
-            model = plugin_cls.config_model.model_validate(info.config)
-        except ValidationError as exc:  # its text quotes the values (secrets): only the count is told
-            raise ConfigError(
-                f"the stored config of `{name}` no longer validates ({exc.error_count()} error(s), e.g. after a "
-                f"change of `file.allowed.paths`); fix it with PUT /connectors/{name}/config"
-            ) from exc
-        topics = list(model.topics) if isinstance(model, SinkConnectorConfig) else plugin_cls().output_topics(model)
-        return {name: {"topics": sorted(topics)}}
+        """Kafka's active topics (KIP-558): those the connector wrote or read since its creation or the
+        last reset, as its runs committed them (not its config: a CDC source names its topics as it finds
+        tables, a sink's configured topic may never have had data)."""
+        return {name: {"topics": self.rt.connectors.active_topics(name)}}
+
+    def reset_topics(self, name: str) -> None:
+        self.rt.connectors.reset_topics(name)
 
     def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         """The last task runs (an extension of Kafka's API: micro-batch runs have no Kafka equivalent)."""
@@ -569,26 +562,59 @@ class ConnectService:
         return found[0]
 
     def set_topic_config(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
-        """Merge `config` (`retention.ms`; null: back to the default) into the topic's."""
+        """Merge `config` (`runtime.topics.config`'s keys; null: back to the default) into the topic's."""
+        from connect_core.runtime.topics.config import TopicConfigError
+
         try:
             self.rt.topics.set_config(name, config)
         except KeyError:
             raise NotFoundError(f"topic `{name}` not found") from None
-        except ValueError as exc:
-            raise ConfigError(str(exc), {key: [str(exc)] for key in config}) from None
+        except TopicConfigError as exc:
+            raise ConfigError(str(exc), {key: [problem] for key, problem in exc.problems.items()}) from None
         return self.describe_topic(name)
 
     def apply_topic_retention(self, dry_run: bool = False) -> dict[str, Any]:
-        """Delete (or with `dry_run` list) the segments past retention that every sink has committed."""
-        from connect_core.runtime.topics.retention import apply_retention, expired
+        """Clean the topics now (or with `dry_run` list what would happen): delete the segments past
+        retention that every sink has committed, compact, merge small segments."""
+        from connect_core.runtime.topics.cleaner import clean_topics
 
-        default = self.rt.settings.topic_retention_ms
-        found = expired(self.rt.engine, default) if dry_run else apply_retention(self.rt.engine, default)
-        segments = [
-            {"topic": e.topic, "partition": e.partition, "offsets": [e.start_offset, e.end_offset], "rows": e.row_count}
-            for e in found
-        ]
-        return {"dry_run": dry_run, "segments": segments, "rows": sum(e.row_count for e in found)}
+        return clean_topics(self.rt.engine, self.rt.settings.topic_retention_ms, dry_run=dry_run)
+
+    def delete_topic(self, name: str, force: bool = False) -> dict[str, Any]:
+        """Delete a topic (Kafka's admin delete): its rows, then its files. Refused (409) while a
+        connector reads or writes it, unless `force`."""
+        from connect_core.sdk.errors import ConflictError
+
+        if not self.rt.topics.partitions(name):
+            raise NotFoundError(f"topic `{name}` not found")
+        users = self.rt.topics.users(name)
+        writers = sorted({*users.writers, *self._sources_writing(name)})
+        if (users.readers or writers) and not force:
+            used = [f"read by {', '.join(f'`{c}`' for c in users.readers)}"] if users.readers else []
+            used += [f"written by {', '.join(f'`{c}`' for c in writers)}"] if writers else []
+            raise ConflictError(
+                f"topic `{name}` is in use ({'; '.join(used)}): delete or reconfigure those connectors first, "
+                "or delete it anyway with force (a source recreates it on its next run)"
+            )
+        try:
+            deleted = self.rt.topics.delete_topic(name)
+        except KeyError:
+            raise NotFoundError(f"topic `{name}` not found") from None
+        return {"topic": name, "segments": len(deleted), "rows": sum(s.row_count for s in deleted)}
+
+    def _sources_writing(self, topic: str) -> list[str]:
+        """The source connectors whose config names `topic` as an output (a stored config that no
+        longer validates names none)."""
+        found = []
+        for info in self.rt.connectors.get_many(self.rt.connectors.names()).values():
+            if info.type != "source":
+                continue
+            try:
+                if topic in self.topics(info.name)[info.name]["topics"]:
+                    found.append(info.name)
+            except Exception:  # a plugin that cannot tell its topics: its committed segments still count
+                continue
+        return found
 
     def reset_offsets(self, name: str, to_time: str | None = None) -> dict[str, str]:
         """Forget the offsets; with `to_time` (ISO 8601), move a sink's to the first records

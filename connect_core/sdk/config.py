@@ -135,6 +135,16 @@ def is_placeholder(value: str) -> bool:
     return value.startswith("${") and value.endswith("}") and value.count("${") == 1
 
 
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # pydantic would read true as 1
+        raise ValueError("must be a whole number, not a boolean")
+    return value
+
+
+#: A whole number that a JSON boolean is not (a topic setting: a count of bytes or milliseconds).
+_Whole = Annotated[int, BeforeValidator(_not_bool)]
+
+
 class ConnectorConfig(BaseModel):
     """Settings every connector has. Unknown keys are kept (as in Kafka Connect)."""
 
@@ -171,12 +181,41 @@ class ConnectorConfig(BaseModel):
         default=60, alias="retry.delay.seconds", ge=0, description="Wait before retrying a failed task run."
     )
     owner: str = Field(default="connect", min_length=1, description="Owner shown on the connector's DAG.")
-    topic_creation_default_retention_ms: int | None = Field(
+    topic_creation_default_retention_ms: _Whole | None = Field(
         default=None,
         alias="topic.creation.default.retention.ms",
         ge=-1,
         description="A source's topics, when it creates them: their `retention.ms` (Kafka's KIP-158 key; "
         "-1: kept for ever; default: the runtime's `topic_retention_ms`).",
+    )
+    topic_creation_default_retention_bytes: _Whole | None = Field(
+        default=None,
+        alias="topic.creation.default.retention.bytes",
+        ge=-1,
+        description="A source's topics, when it creates them: their `retention.bytes`, the most bytes a partition "
+        "keeps (-1, the default: no limit).",
+    )
+    topic_creation_default_cleanup_policy: Literal["delete", "compact", "compact,delete", "delete,compact"] | None = (
+        Field(
+            default=None,
+            alias="topic.creation.default.cleanup.policy",
+            description="A source's topics, when it creates them: their `cleanup.policy`: `delete` (the default: "
+            "retention applies), `compact` (the latest record per key is kept) or `compact,delete`.",
+        )
+    )
+    topic_creation_default_delete_retention_ms: _Whole | None = Field(
+        default=None,
+        alias="topic.creation.default.delete.retention.ms",
+        ge=0,
+        description="A source's topics, when it creates them: how long compaction keeps a tombstone "
+        "(`delete.retention.ms`; default a day).",
+    )
+    topic_creation_default_segment_bytes: _Whole | None = Field(
+        default=None,
+        alias="topic.creation.default.segment.bytes",
+        ge=1,
+        description="A source's topics, when it creates them: consecutive small segments are merged while "
+        "together under this many bytes (`segment.bytes`; default 128 MiB).",
     )
     precheck: bool = Field(
         default=True,

@@ -60,10 +60,15 @@ class LineageDataset:
     """A dataset outside the runtime that a connector reads or writes, named as OpenLineage names
     datasets: `namespace` where it lives (`postgres://host:port`, `mysql://host:port`,
     `file://host`), `name` what it is there (`db.schema.table`, an absolute path). Never a
-    credential: lineage events leave the platform."""
+    credential: lineage events leave the platform.
+
+    `topic`: the topic whose records it holds (a source's table and the topic it is copied to, a
+    sink's table and the topic it is written from), so that the runtime can report the topic's
+    columns as its columns; needed only when a connector names several datasets."""
 
     namespace: str
     name: str
+    topic: str | None = None
 
 
 class Connector(ABC, Generic[ConfigT]):

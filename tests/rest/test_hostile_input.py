@@ -160,13 +160,14 @@ def test_an_unexpected_error_shows_an_id_not_its_text(
             assert any(error_id in r.getMessage() and r.exc_info for r in caplog.records)
 
 
-def test_a_stored_config_that_no_longer_validates_is_a_400_without_its_values(
+def test_a_stored_config_that_no_longer_validates_shows_none_of_its_values(
     api: Served, runtime: Runtime, tmp_path: Path
 ) -> None:
     httpx.post(f"{api.url}/connectors", json={"name": "src", "config": _source(tmp_path)}).raise_for_status()
     broken = {"connector.class": "FileSourceConnector", "topic": "t", "connection.password": "hunter2"}
     with runtime.engine.begin() as conn:  # as a settings change or an older version could leave it
         conn.execute(text("UPDATE connect.connectors SET config = :c"), {"c": json.dumps(broken)})
-    response = httpx.get(f"{api.url}/connectors/src/topics")
-    assert response.status_code == 400, response.text
-    assert "hunter2" not in response.text and "no longer validates" in response.text
+    for path in ("/connectors/src", "/connectors/src/config", "/connectors/src/topics", "/connectors/src/status"):
+        response = httpx.get(f"{api.url}{path}")
+        assert response.status_code in (200, 400), (path, response.text)
+        assert "hunter2" not in response.text, path

@@ -11,6 +11,7 @@ from requests import HTTPError
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import TaskRunner
+from tests.conftest import file_pair
 from tests.rest.conftest import Served
 
 
@@ -34,7 +35,7 @@ def test_client_library_drives_the_lifecycle(api: Served, runtime: Runtime, tmp_
     assert kc.get_connector_status("src")["connector"]["state"] == "PAUSED"
     kc.resume_connector("src")
     assert kc.get_connector_status("src")["connector"]["state"] == "RUNNING"
-    assert kc.list_connector_topics("src") == {"src": {"topics": ["t"]}}
+    assert kc.list_connector_topics("src") == {"src": {"topics": []}}  # active topics: none before a run
     assert {p["class"].rsplit(".", 1)[-1] for p in kc.list_connector_plugins()} >= {"FileSourceConnector"}
 
     for shown in (
@@ -49,6 +50,31 @@ def test_client_library_drives_the_lifecycle(api: Served, runtime: Runtime, tmp_
     assert kc.list_connectors() == []
     with pytest.raises(HTTPError):
         kc.get_connector_status("src")
+
+
+def test_active_topics_follow_the_runs_and_reset(
+    api: Served, runtime: Runtime, runner: TaskRunner, tmp_path: Path
+) -> None:
+    """Kafka's KIP-558: the topics a connector wrote or read since its creation or the last reset."""
+    kc = KafkaConnect(url=api.url)
+    source, _ = file_pair(runtime, tmp_path)
+    assert kc.list_connector_topics("fileSourceConnector") == {"fileSourceConnector": {"topics": []}}
+    source.write_text("a\n")
+    assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
+    assert runner.run("fileSinkConnector", 0).state == "SUCCEEDED"
+    assert kc.list_connector_topics("fileSourceConnector") == {"fileSourceConnector": {"topics": ["fileTopic"]}}
+    assert kc.list_connector_topics("fileSinkConnector") == {"fileSinkConnector": {"topics": ["fileTopic"]}}
+
+    kc.reset_connector_topics("fileSourceConnector")
+    assert kc.list_connector_topics("fileSourceConnector") == {"fileSourceConnector": {"topics": []}}
+    assert kc.list_connector_topics("fileSinkConnector")["fileSinkConnector"]["topics"] == ["fileTopic"]  # its own
+    assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"  # nothing new: no segment, no topic used
+    assert kc.list_connector_topics("fileSourceConnector") == {"fileSourceConnector": {"topics": []}}
+    with source.open("a") as f:
+        f.write("b\n")
+    assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
+    assert kc.list_connector_topics("fileSourceConnector") == {"fileSourceConnector": {"topics": ["fileTopic"]}}
+    assert httpx.put(f"{api.url}/connectors/nope/topics/reset").status_code == 404
 
 
 def test_offsets_get_alter_reset(api: Served, runtime: Runtime, runner: TaskRunner, tmp_path: Path) -> None:

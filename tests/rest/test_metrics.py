@@ -13,12 +13,15 @@ import httpx
 import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import text
 
 from connect_core.rest.app import create_app
 from connect_core.rest.auth import bearer_or_loopback
 from connect_core.rest.metrics import encode_text, read_collector
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.store.retention import prune
+from connect_core.runtime.topics.retention import apply_retention
 from tests.conftest import file_pair, make_runner
 from tests.rest._throwaway_pg import ThrowawayPostgres
 from tests.rest.conftest import Served, serve
@@ -75,6 +78,18 @@ def test_metrics_are_what_a_source_and_a_sink_did(api: Served, runtime: Runtime,
     assert m.value("kafka_connect_sink_task_sink_record_lag_max", connector=SINK, task=0) == 3
     assert m.labelled("kafka_connect_sink_task_sink_record_read_total") == []
     assert m.value("kafka_connect_task_error_record_errors_total", connector=SOURCE, task=0) == 0
+    assert 0 <= m.value("kafka_connect_source_task_position_age_seconds", connector=SOURCE) < 600  # type: ignore[operator]
+    # rates and the running ratio: over the last hour (3 records; one run of a few seconds)
+    assert m.value("kafka_connect_source_task_source_record_poll_rate", connector=SOURCE, task=0) == pytest.approx(
+        3 / 3600
+    )
+    assert 0 < m.value("kafka_connect_connector_task_running_ratio", connector=SOURCE, task=0) < 0.05  # type: ignore[operator]
+    assert m.value("kafka_connect_connector_task_running_ratio", connector=SINK, task=0) is None  # no run yet
+    # lag in seconds: since the oldest segment the sink has not committed was written (here: an hour ago)
+    with runtime.engine.begin() as conn:
+        conn.execute(text("UPDATE connect.topic_segments SET created_at = now() - interval '1 hour'"))
+    m = scrape(api)
+    assert 3600 <= m.value("kafka_connect_sink_task_sink_record_lag_seconds", **lag) < 4200  # type: ignore[operator]
 
     assert runner.run(SINK, 0).state == "SUCCEEDED"
     m = scrape(api)
@@ -84,6 +99,8 @@ def test_metrics_are_what_a_source_and_a_sink_did(api: Served, runtime: Runtime,
     assert m.value("kafka_connect_sink_task_put_batch_avg_time_ms", connector=SINK, task=0) > 0  # type: ignore[operator]
     assert m.value("kafka_connect_sink_task_sink_record_lag", **lag) == 0
     assert m.value("kafka_connect_sink_task_sink_record_lag_max", connector=SINK, task=0) == 0
+    assert m.value("kafka_connect_sink_task_sink_record_lag_seconds", **lag) == 0
+    assert m.value("kafka_connect_sink_task_sink_record_read_rate", connector=SINK, task=0) == pytest.approx(3 / 3600)
     assert m.value("kafka_connect_connector_task_offset_commit_success_percentage", connector=SINK, task=0) == 1
 
     with source.open("a") as f:
@@ -94,6 +111,8 @@ def test_metrics_are_what_a_source_and_a_sink_did(api: Served, runtime: Runtime,
     assert m.value("kafka_connect_connector_task_batch_size_avg", connector=SOURCE, task=0) == 2.5
     assert m.value("kafka_connect_connector_task_batch_size_max", connector=SOURCE, task=0) == 3
     assert m.value("kafka_connect_sink_task_sink_record_lag", **lag) == 2
+    # the hour-old segment is committed: the lag is the new one's age
+    assert 0 < m.value("kafka_connect_sink_task_sink_record_lag_seconds", **lag) < 600  # type: ignore[operator]
 
     # the workers: the default local pool holds both connectors and both tasks
     assert m.value("kafka_connect_pool_alive", pool="local") == 1
@@ -143,6 +162,87 @@ def test_error_metrics_count_what_a_tolerant_source_set_aside(
     # the text the server writes is prometheus_client's own, byte for byte (a quicker encoder)
     collector = read_collector(runtime)
     assert encode_text(collector) == generate_latest(collector)
+
+
+_COUNTERS = (
+    ("kafka_connect_source_task_source_record_poll_total", SOURCE),
+    ("kafka_connect_source_task_source_record_write_total", SOURCE),
+    ("kafka_connect_sink_task_sink_record_read_total", SINK),
+    ("kafka_connect_sink_task_sink_record_send_total", SINK),
+    ("kafka_connect_sink_task_offset_commit_completion_total", SINK),
+    ("kafka_connect_connector_task_offset_commit_success_percentage", SOURCE),
+    ("kafka_connect_connector_task_offset_commit_success_percentage", SINK),
+)
+
+
+def _counters(m: Scrape) -> dict[tuple[str, str], float | None]:
+    return {(name, connector): m.value(name, connector=connector, task=0) for name, connector in _COUNTERS}
+
+
+def _totals_rows(runtime: Runtime) -> dict[str, tuple[int, int, int]]:
+    with runtime.engine.connect() as conn:
+        rows = conn.execute(text("SELECT connector, succeeded, failed, records FROM connect.task_run_totals"))
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def test_run_totals_survive_history_pruning(api: Served, runtime: Runtime, spark: Any, tmp_path: Path) -> None:
+    source, sink = file_pair(runtime, tmp_path)
+    runner = make_runner(runtime, spark)
+    for lines in ("a\nb\nc\n", "d\ne\n", "f\n"):
+        with source.open("a") as f:
+            f.write(lines)
+        assert runner.run(SOURCE, 0).state == "SUCCEEDED"
+        assert runner.run(SINK, 0).state == "SUCCEEDED"
+    kept = sink.rename(tmp_path / "kept.txt")
+    sink.mkdir()  # a sink run that fails (its file is a directory): failed runs are counted too
+    with source.open("a") as f:
+        f.write("g\n")
+    assert runner.run(SOURCE, 0).state == "SUCCEEDED"
+    assert runner.run(SINK, 0).state == "FAILED"
+    sink.rmdir()
+    kept.rename(sink)
+    assert runner.run(SINK, 0).state == "SUCCEEDED"
+
+    before = _counters(scrape(api))
+    assert before[("kafka_connect_source_task_source_record_write_total", SOURCE)] == 7
+    assert before[("kafka_connect_sink_task_sink_record_read_total", SINK)] == 7
+    assert before[("kafka_connect_sink_task_offset_commit_completion_total", SINK)] == 4
+    assert before[("kafka_connect_connector_task_offset_commit_success_percentage", SINK)] == 0.8
+
+    # a month passes: the segments go (the sink committed them all), then all runs but each task's latest
+    with runtime.engine.begin() as conn:
+        conn.execute(text("UPDATE connect.task_runs SET finished_at = now() - interval '30 days'"))
+        conn.execute(text("UPDATE connect.topic_segments SET created_at = now() - interval '30 days'"))
+    assert len(apply_retention(runtime.engine, 7 * 24 * 3600 * 1000)) == 4
+    assert prune(runtime.engine, 7, batch=2)["task_runs"] == 7  # batches of two: each folds its own runs
+    with runtime.engine.connect() as conn:
+        left = conn.execute(text("SELECT connector, count(*) FROM connect.task_runs GROUP BY connector")).all()
+    assert dict(left) == {SOURCE: 1, SINK: 1}
+    assert _totals_rows(runtime) == {SOURCE: (3, 0, 6), SINK: (3, 1, 6)}  # (succeeded, failed, records)
+
+    assert _counters(scrape(api)) == before  # nothing went down, nothing counted twice
+    assert prune(runtime.engine, 7)["task_runs"] == 0
+    assert _totals_rows(runtime) == {SOURCE: (3, 0, 6), SINK: (3, 1, 6)}
+    assert _counters(scrape(api)) == before
+
+    # the runs go on counting from there; a connector deleted takes its totals with it
+    with source.open("a") as f:
+        f.write("h\n")
+    assert runner.run(SOURCE, 0).state == "SUCCEEDED"
+    assert runner.run(SINK, 0).state == "SUCCEEDED"
+    m = scrape(api)
+    assert m.value("kafka_connect_source_task_source_record_write_total", connector=SOURCE, task=0) == 8
+    assert m.value("kafka_connect_sink_task_sink_record_read_total", connector=SINK, task=0) == 8
+    assert m.value("kafka_connect_sink_task_offset_commit_completion_total", connector=SINK, task=0) == 5
+    runtime.delete_connector(SINK)
+    assert _totals_rows(runtime) == {SOURCE: (3, 0, 6)}
+    assert scrape(api).labelled("kafka_connect_sink_task_sink_record_read_total") == []
+    # its runs outlive it (as positions and offsets do); pruned, they count for no one
+    with runtime.engine.begin() as conn:
+        conn.execute(text("UPDATE connect.task_runs SET finished_at = now() - interval '30 days'"))
+    assert prune(runtime.engine, 7)["task_runs"] == 2  # each task's run before its latest
+    assert _totals_rows(runtime) == {SOURCE: (4, 0, 7)}
+    assert scrape(api).value("kafka_connect_source_task_source_record_write_total", connector=SOURCE, task=0) == 8
 
 
 def test_metrics_need_the_apps_auth_and_show_no_config_value(

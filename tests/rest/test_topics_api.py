@@ -22,6 +22,7 @@ def test_topics_over_rest_and_the_cli(api: Served, runtime: Runtime, runner: Tas
     assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
     with httpx.Client(base_url=api.url, timeout=30) as client:
         (topic,) = client.get("/topics").json()
+        assert topic.pop("size_bytes") > 0  # the segment's files, measured when it was committed
         assert topic == {
             "name": "fileTopic",
             "partitions": 1,
@@ -29,6 +30,8 @@ def test_topics_over_rest_and_the_cli(api: Served, runtime: Runtime, runner: Tas
             "rows": 3,
             "end_offsets": {"0": 3},
             "retention.ms": 7 * 24 * 3600 * 1000,
+            "retention.bytes": -1,
+            "cleanup.policy": "delete",
             "config": {},
             "sinks": [{"connector": "fileSinkConnector", "partition": 0, "lag": 3}],
         }
@@ -76,3 +79,66 @@ def test_a_sink_replays_from_a_time(api: Served, runtime: Runtime, runner: TaskR
     _cli(api, "resume", "fileSinkConnector")
     assert runner.run("fileSinkConnector", 0).state == "SUCCEEDED"
     assert sink.read_text() == "one\ntwo\nthree\nthree\n"  # replayed from the hour: the second segment again
+
+
+def test_topic_settings_and_delete_over_rest_and_the_cli(
+    api: Served, runtime: Runtime, runner: TaskRunner, tmp_path: Path
+) -> None:
+    source, _sink = file_pair(runtime, tmp_path)
+    source.write_text("a\nb\n")
+    assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
+    with httpx.Client(base_url=api.url, timeout=30) as client:
+        hostile = {
+            "retention.bytes": -5,
+            "cleanup.policy": "shrink",
+            "delete.retention.ms": True,
+            "segment.bytes": "big",
+            "retention.ms": [1],
+            "unclean.leader.election.enable": "true",
+        }
+        bad = client.put("/topics/fileTopic/config", json=hostile)
+        assert bad.status_code == 400
+        assert all(f"`{key}`" in bad.json()["message"] for key in hostile)  # every bad key named at once
+        for wrong in ({"cleanup.policy": ["compact", "compact"]}, {"retention.bytes": 2**70}, {"segment.bytes": 0}):
+            assert client.put("/topics/fileTopic/config", json=wrong).status_code == 400
+        assert client.get("/topics/fileTopic").json()["config"] == {}  # nothing of a refused change is kept
+        body = {"retention.bytes": "1048576", "cleanup.policy": "delete,compact", "delete.retention.ms": 0}
+        topic = client.put("/topics/fileTopic/config", json=body).json()
+        assert (topic["retention.bytes"], topic["cleanup.policy"]) == (1048576, "compact,delete")
+        assert topic["config"] == {
+            "retention.bytes": 1048576,
+            "cleanup.policy": "compact,delete",
+            "delete.retention.ms": 0,
+        }
+
+        # a topic in use is not deleted without force: 409 naming who uses it
+        refused = client.delete("/topics/fileTopic")
+        assert refused.status_code == 409
+        assert (
+            "`fileSinkConnector`" in refused.json()["message"] and "`fileSourceConnector`" in refused.json()["message"]
+        )
+        assert client.delete("/topics/nope").status_code == 404
+
+    altered = _cli(api, "topics", "alter", "fileTopic", "-c", "cleanup.policy=compact", "-c", "retention.bytes=").stdout
+    assert "cleanup.policy compact" in altered and "retention.bytes no limit" in altered
+    bad_cli = _cli(api, "topics", "alter", "fileTopic", "-c", "cleanup.policy=shrink", check=False)
+    assert bad_cli.returncode == 2 and "cleanup.policy" in bad_cli.stderr
+    (listed,) = json.loads(_cli(api, "topics", "list", "-o", "json").stdout)
+    assert (listed["cleanup.policy"], listed["retention.bytes"], listed["size_bytes"] > 0) == ("compact", -1, True)
+    refused_cli = _cli(api, "topics", "delete", "fileTopic", check=False)
+    assert refused_cli.returncode == 1 and "is in use" in refused_cli.stderr
+    segment_paths = [s.path for s in runtime.topics.all_segments(["fileTopic"])]
+    assert (
+        "deleted topic fileTopic: 1 segment(s), 2 row(s)"
+        in _cli(api, "topics", "delete", "fileTopic", "--force").stdout
+    )
+    assert runtime.topics.topics() == {} and runtime.connectors.sink_offsets("fileSinkConnector") == {}
+    assert not any(Path(p.removeprefix("file://")).exists() for p in segment_paths)
+
+    # the source writes again: the topic comes back, its offsets from 0
+    with source.open("a") as f:
+        f.write("c\n")
+    assert runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
+    assert "fileTopic" in runtime.topics.topics()
+    planned = _cli(api, "topics", "prune", "--dry-run").stdout
+    assert "would delete 0 segment(s)" in planned

@@ -38,6 +38,7 @@ from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.sparkutil import explain_failure, prepare_session, release_session, where_it_runs
 from connect_core.runtime.store.connectors import ConnectorStore
+from connect_core.runtime.topics.config import creation_config
 from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.config import SinkConnectorConfig
@@ -257,8 +258,7 @@ class TaskRunner:
         records a transform set aside go to the run's dead letters."""
         segments = []
         partition_count = int(lease.connector_config.get("topic.partitions", 1))
-        retention = lease.connector_config.get("topic.creation.default.retention.ms")
-        topic_config = {"retention.ms": int(retention)} if retention is not None else None
+        topic_config = creation_config(lease.connector_config)  # topic.creation.default.*
         for topic, topic_records in records.items():
             transformed = transform_source(chain, topic, stamp_source(topic_records, stamp))
             try:

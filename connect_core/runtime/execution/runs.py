@@ -178,6 +178,8 @@ class RunStore:
             ]
             self._connectors.upsert_positions(s, lease.connector, request.positions)
             self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
+            used = [seg.topic for seg in request.segments] + [tp.topic for tp in request.offsets]
+            self._connectors.record_topics(s, lease.connector, used)
             run.state, run.finished_at, run.stats = "SUCCEEDED", func.now(), dict(request.stats)
             run.staged_paths = []  # committed paths are topic data now, not garbage
             _set_task_status(s, lease, "RUNNING", None, self.worker_id, request.stats.get("errors"))

@@ -8,7 +8,7 @@ changes wait for each other instead of deadlocking.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain
@@ -23,6 +23,7 @@ from connect_core.runtime.store.models import (
     ChangeCounterRow,
     ConnectorRow,
     ConnectorStatusRow,
+    ConnectorTopicRow,
     SinkOffsetRow,
     SourcePositionRow,
     TaskConfigRow,
@@ -416,6 +417,26 @@ class ConnectorStore:
         with self._sessions() as s:
             rows = s.scalars(select(SinkOffsetRow).where(SinkOffsetRow.connector == connector)).all()
             return {TopicPartition(r.topic, r.partition): CommittedOffset(r.offset, r.metadata_) for r in rows}
+
+    def record_topics(self, s: Session, connector: str, topics: Iterable[str]) -> None:
+        """Part of a caller's transaction (the run commit): the topics a run wrote or read, added to
+        the connector's active topics (Kafka's KIP-558) unless there already."""
+        rows = [{"connector": connector, "topic": t} for t in sorted(set(topics))]
+        if rows:
+            s.execute(insert(ConnectorTopicRow).values(rows).on_conflict_do_nothing())
+
+    def active_topics(self, connector: str) -> list[str]:
+        """The topics the connector wrote or read since its creation or its last reset."""
+        self.get(connector)  # 404 for an unknown name
+        with self._sessions() as s:
+            query = select(ConnectorTopicRow.topic).where(ConnectorTopicRow.connector == connector)
+            return sorted(s.scalars(query))
+
+    def reset_topics(self, connector: str) -> None:
+        """Empty the connector's active topics (Kafka's `PUT /connectors/{name}/topics/reset`)."""
+        self.get(connector)
+        with self._sessions.begin() as s:
+            s.execute(delete(ConnectorTopicRow).where(ConnectorTopicRow.connector == connector))
 
     def upsert_positions(self, s: Session, connector: str, positions: Sequence[SourcePosition]) -> None:
         """Part of a caller's transaction (the run commit)."""

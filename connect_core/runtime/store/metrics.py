@@ -4,16 +4,22 @@ The metadata database is the truth: the REST server may run as several processes
 runs happen in others (spark-submit, Airflow workers), so no process counts anything in memory.
 A scrape reads, in one read-only snapshot, whatever the number of connectors:
 
-* the run totals of every task (one `GROUP BY connector, task` over `task_runs`);
-* every sink's lag per topic partition (the topics' end offsets against its committed offsets);
+* the run totals of every task (one `GROUP BY connector, task` over `task_runs`, plus what its
+  pruned runs counted: `task_run_totals`);
+* every sink's lag per topic partition (the topics' end offsets against its committed offsets), in
+  records and in seconds (the age of the oldest segment it has not committed);
+* every source's position age (since it last committed a position);
 * the pools with what is assigned to each, and the rebalance generation.
 
 Connector and task states and error totals are the status listing's (`ConnectorStore.listing`),
 so `/metrics` and `GET /connectors?expand=status` always agree.
 
-Run totals cover the retained run history (`history_retention_days`): pruning old runs lowers
-them, which Prometheus reads as a counter reset. Error totals live on the task's status row and
-are kept whole.
+The counters among the run totals (runs committed and failed, records, records set aside) and the
+last error cover the task's whole history: history retention (`store.retention`) adds what the runs
+it deletes counted to the task's `task_run_totals` row in the statement that deletes them, so they
+never go down (no counter reset in Prometheus) and never count a run twice. The averages and
+maxima (batch size, work and commit times) are gauges over the retained runs, a window of
+`history_retention_days`. Error totals live on the task's status row and are kept whole.
 """
 
 from __future__ import annotations
@@ -25,12 +31,23 @@ from sqlalchemy import Engine, text
 
 from connect_core.runtime.store.readers import SINK_TOPICS
 
-__all__ = ["MetricsSnapshot", "MetricsStore", "PoolLoad", "SinkLag", "TaskRunTotals"]
+__all__ = [
+    "RUN_COUNTERS",
+    "RUN_PARTS",
+    "RUN_STATS",
+    "MetricsSnapshot",
+    "MetricsStore",
+    "PoolLoad",
+    "SinkLag",
+    "TaskRunTotals",
+]
 
 
 @dataclass(frozen=True)
 class TaskRunTotals:
-    """One task's runs, summed: the basis of Kafka's connector-, source- and sink-task-metrics."""
+    """One task's runs, summed: the basis of Kafka's connector-, source- and sink-task-metrics.
+    Counts and `last_error_at` cover every run the task ever finished (pruned ones by their totals),
+    averages and maxima the runs still kept."""
 
     connector: str
     task: int
@@ -45,6 +62,8 @@ class TaskRunTotals:
     work_max_s: float | None
     commit_avg_s: float | None  # only where the run's stats hold `commit_s`
     last_error_at: datetime | None  # the last run that failed or set records aside
+    recent_rate: float  # records (errored included) per second of committed runs over the last `RATE_WINDOW_S`
+    running_ratio: float  # the share of the last `RATE_WINDOW_S` the task spent in runs that ended
 
 
 @dataclass(frozen=True)
@@ -57,10 +76,19 @@ class SinkLag:
     partition: int
     end_offset: int
     committed: int
+    lag_seconds: float  # since the oldest segment holding records past `committed` was committed (0: none)
 
     @property
     def lag(self) -> int:
         return max(self.end_offset - self.committed, 0)
+
+
+@dataclass(frozen=True)
+class SourceAge:
+    """How long ago a source last committed a position (any of its source partitions)."""
+
+    connector: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -77,6 +105,7 @@ class PoolLoad:
 class MetricsSnapshot:
     runs: tuple[TaskRunTotals, ...]
     lags: tuple[SinkLag, ...]
+    source_ages: tuple[SourceAge, ...]
     pools: tuple[PoolLoad, ...]
     rebalance_generation: int  # bumped by every rebalance that changed an assignment; never pruned
     last_rebalance_at: datetime | None
@@ -87,39 +116,70 @@ def _number(value: str) -> str:
     return f"CASE WHEN jsonb_typeof({value}) = 'number' THEN ({value})::float8 END"
 
 
-# Only committed runs count records: a failed run's output was discarded. Each run's stats are
-# taken apart once (`jsonb_to_record`), summed as float8 (exact to 2^53, faster than numeric),
-# per task first and joined to the connectors' types after: 1,000 rows to join, not every run.
+# One finished run's parts as the totals count them, from `connect.task_runs r`; history retention
+# folds the runs it deletes with the same expressions (`store.retention`), so the two always agree.
+# Each run's stats are taken apart once (`jsonb_to_record`), summed as float8 (exact to 2^53,
+# faster than numeric).
+RUN_PARTS = f"""
+    r.connector, r.task_id, r.state, r.state = 'SUCCEEDED' AS ok, r.finished_at,
+    {_number("x.rows")} AS records,
+    {_number("x.errors->'failed'")} AS errored,
+    {_number("x.work_s")} AS work_s,
+    {_number("x.commit_s")} AS commit_s
+    """
+RUN_STATS = """
+    jsonb_to_record(CASE WHEN jsonb_typeof(r.stats) = 'object' THEN r.stats ELSE '{}' END)
+        AS x(rows jsonb, work_s jsonb, commit_s jsonb, errors jsonb)
+    """
+#: The counters over rows of `RUN_PARTS`: only committed runs count records (a failed run's output
+#: was discarded); a run that failed or set records aside is an error.
+RUN_COUNTERS = """
+    count(*) FILTER (WHERE ok) AS succeeded,
+    count(*) FILTER (WHERE state IN ('FAILED', 'FENCED')) AS failed,
+    coalesce(sum(records) FILTER (WHERE ok), 0)::bigint AS records,
+    coalesce(sum(errored) FILTER (WHERE ok), 0)::bigint AS errored,
+    max(finished_at) FILTER (WHERE state = 'FAILED' OR errored > 0) AS last_error_at
+    """
+
+# Per task first, then the pruned runs' totals added (a task whose runs are all pruned keeps its
+# totals: the full join), then the connectors' types joined: 1,000 rows to join, not every run.
+#: The window of the rates and the running ratio (Kafka samples 30 s windows; runs come hourly).
+RATE_WINDOW_S = 3600
+
 _RUNS = text(
     f"""
     WITH r AS (
-        SELECT r.connector, r.task_id, r.state, r.state = 'SUCCEEDED' AS ok, r.finished_at,
-               {_number("x.rows")} AS records,
-               {_number("x.errors->'failed'")} AS errored,
-               {_number("x.work_s")} AS work_s,
-               {_number("x.commit_s")} AS commit_s
-        FROM connect.task_runs r,
-             jsonb_to_record(CASE WHEN jsonb_typeof(r.stats) = 'object' THEN r.stats ELSE '{{}}' END)
-                 AS x(rows jsonb, work_s jsonb, commit_s jsonb, errors jsonb)
+        SELECT {RUN_PARTS},
+               extract(epoch FROM r.finished_at - greatest(r.started_at, now() - make_interval(secs => :window)))
+                   AS recent_s
+        FROM connect.task_runs r, {RUN_STATS}
         WHERE r.state <> 'RUNNING'),
     t AS (
-        SELECT connector, task_id,
-               count(*) FILTER (WHERE ok) AS succeeded,
-               count(*) FILTER (WHERE state IN ('FAILED', 'FENCED')) AS failed,
-               coalesce(sum(records) FILTER (WHERE ok), 0)::bigint AS records,
-               coalesce(sum(errored) FILTER (WHERE ok), 0)::bigint AS errored,
+        SELECT connector, task_id, {RUN_COUNTERS},
                avg(records) FILTER (WHERE ok) AS batch_avg,
                (max(records) FILTER (WHERE ok))::bigint AS batch_max,
                avg(work_s) FILTER (WHERE ok) AS work_avg_s,
                max(work_s) FILTER (WHERE ok) AS work_max_s,
                avg(commit_s) FILTER (WHERE ok) AS commit_avg_s,
-               max(finished_at) FILTER (WHERE state = 'FAILED' OR errored > 0) AS last_error_at
+               coalesce(sum(records + coalesce(errored, 0)) FILTER (WHERE ok AND recent_s > 0), 0)
+                   / :window AS recent_rate,
+               least(coalesce(sum(recent_s) FILTER (WHERE recent_s > 0), 0) / :window, 1) AS running_ratio
         FROM r
-        GROUP BY connector, task_id)
-    SELECT t.connector, t.task_id, c.type, t.succeeded, t.failed, t.records, t.errored, t.batch_avg, t.batch_max,
-           t.work_avg_s, t.work_max_s, t.commit_avg_s, t.last_error_at
-    FROM t JOIN connect.connectors c ON c.name = t.connector
-    ORDER BY t.connector, t.task_id
+        GROUP BY connector, task_id),
+    a AS (
+        SELECT coalesce(t.connector, p.connector) AS connector, coalesce(t.task_id, p.task_id) AS task_id,
+               coalesce(t.succeeded, 0) + coalesce(p.succeeded, 0) AS succeeded,
+               coalesce(t.failed, 0) + coalesce(p.failed, 0) AS failed,
+               coalesce(t.records, 0) + coalesce(p.records, 0) AS records,
+               coalesce(t.errored, 0) + coalesce(p.errored, 0) AS errored,
+               t.batch_avg, t.batch_max, t.work_avg_s, t.work_max_s, t.commit_avg_s,
+               greatest(t.last_error_at, p.last_error_at) AS last_error_at,
+               coalesce(t.recent_rate, 0) AS recent_rate, coalesce(t.running_ratio, 0) AS running_ratio
+        FROM t FULL JOIN connect.task_run_totals p ON p.connector = t.connector AND p.task_id = t.task_id)
+    SELECT a.connector, a.task_id, c.type, a.succeeded, a.failed, a.records, a.errored, a.batch_avg, a.batch_max,
+           a.work_avg_s, a.work_max_s, a.commit_avg_s, a.last_error_at, a.recent_rate::float8, a.running_ratio::float8
+    FROM a JOIN connect.connectors c ON c.name = a.connector
+    ORDER BY a.connector, a.task_id
     """
 )
 
@@ -129,11 +189,25 @@ _LAGS = text(
     SINK_TOPICS
     + """
     SELECT st.name AS connector, (p.partition % st.tasks)::int AS task, p.topic, p.partition,
-           p.next_offset AS end_offset, coalesce(o.offset, 0) AS committed
+           p.next_offset AS end_offset, coalesce(o.offset, 0) AS committed,
+           coalesce((SELECT extract(epoch FROM now() - g.created_at)
+                     FROM connect.topic_segments g
+                     WHERE g.topic = p.topic AND g.partition = p.partition AND g.end_offset > coalesce(o.offset, 0)
+                     ORDER BY g.start_offset LIMIT 1), 0)::float8 AS lag_seconds
     FROM sink_topics st
     JOIN connect.topic_partitions p ON p.topic = st.topic
     LEFT JOIN connect.sink_offsets o ON o.connector = st.name AND o.topic = p.topic AND o.partition = p.partition
     ORDER BY st.name, p.topic, p.partition
+    """
+)
+
+_SOURCE_AGES = text(
+    """
+    SELECT p.connector, extract(epoch FROM now() - max(p.updated_at))::float8
+    FROM connect.source_positions p
+    JOIN connect.connectors c ON c.name = p.connector AND c.type = 'source'
+    GROUP BY p.connector
+    ORDER BY p.connector
     """
 )
 
@@ -169,8 +243,9 @@ class MetricsStore:
         with self._engine.connect() as conn:
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():
-                runs = tuple(TaskRunTotals(*row) for row in conn.execute(_RUNS))
+                runs = tuple(TaskRunTotals(*row) for row in conn.execute(_RUNS, {"window": RATE_WINDOW_S}))
                 lags = tuple(SinkLag(*row) for row in conn.execute(_LAGS))
+                ages = tuple(SourceAge(*row) for row in conn.execute(_SOURCE_AGES))
                 pools = tuple(PoolLoad(*row) for row in conn.execute(_POOLS, {"timeout": float(heartbeat_timeout)}))
                 generation, last_at = conn.execute(_REBALANCE).one()
-        return MetricsSnapshot(runs, lags, pools, int(generation or 0), last_at)
+        return MetricsSnapshot(runs, lags, ages, pools, int(generation or 0), last_at)

@@ -42,6 +42,7 @@ __all__ = [
     "SparkPoolRow",
     "TaskConfigRow",
     "TaskRunRow",
+    "TaskRunTotalsRow",
     "TaskStatusRow",
     "TopicPartitionRow",
     "TopicRow",
@@ -162,6 +163,8 @@ class TopicPartitionRow(Base):
     partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     # Offset the next committed segment starts at; row-locked while committing.
     next_offset: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    # Compaction's checkpoint (migration 0011): offsets below it are compacted (Kafka's cleaner offset).
+    cleaned_offset: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 class TaskRunRow(Base):
@@ -185,6 +188,33 @@ class TaskRunRow(Base):
     # files can be found and deleted; cleared once they are committed or gone.
     staged_paths: Mapped[list[Any]] = mapped_column(JSONB, server_default="[]")
     pool: Mapped[str | None] = mapped_column(Text)  # the Spark pool it ran on (migration 0004)
+
+
+class TaskRunTotalsRow(Base):
+    """What the task's pruned runs counted (migration 0010): `/metrics` adds it to the totals of the runs
+    left, and history retention adds to it what it deletes, in the same statement."""
+
+    __tablename__ = "task_run_totals"
+
+    connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
+    task_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    succeeded: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    failed: Mapped[int] = mapped_column(BigInteger, server_default="0")  # FAILED or FENCED
+    records: Mapped[int] = mapped_column(BigInteger, server_default="0")  # of committed runs
+    errored: Mapped[int] = mapped_column(BigInteger, server_default="0")  # of committed runs
+    last_error_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime] = _now()
+
+
+class ConnectorTopicRow(Base):
+    """A topic the connector wrote or read since it was created or its set was reset (Kafka's active
+    topics, KIP-558; migration 0012): added by the run commits, emptied by `PUT …/topics/reset`."""
+
+    __tablename__ = "connector_topics"
+
+    connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    since: Mapped[datetime] = _now()
 
 
 class ChangeCounterRow(Base):
@@ -284,6 +314,8 @@ class TopicSegmentRow(Base):
     path: Mapped[str] = mapped_column(Text)
     run_id: Mapped[int] = mapped_column(BigInteger, ForeignKey(TaskRunRow.id), index=True)  # migration 0008
     created_at: Mapped[datetime] = _now()
+    # Bytes of its files (migration 0011); NULL for a segment committed before, until the cleaner measures it.
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class ClusterRow(Base):

@@ -1,11 +1,15 @@
-"""Topic retention: Kafka's per-topic `retention.ms`, so that topic storage does not grow forever.
+"""Topic retention: Kafka's per-topic `retention.ms` and `retention.bytes`, so that topic storage
+does not grow forever.
 
-A segment is deleted when it is past its topic's retention (its age: since its run committed it)
-**and** every sink that reads the topic has committed past it. When they disagree the sinks win:
-a sink that is behind (stopped, failing, paused) keeps every segment it has not committed, past
-retention or not, and `connect topics list` shows the segments held that way. A topic no sink
-reads loses its segments at retention alone, as in Kafka; a sink created later starts at the
-oldest segment left. `retention.ms` -1 keeps a topic's segments for ever.
+A segment is deleted when it is past its topic's retention — its age (since its run committed it)
+is past `retention.ms`, or its partition's newer segments hold at least `retention.bytes` without
+it (Kafka's rule: a partition keeps at least that much) — **and** every sink that reads the topic
+has committed past it. When they disagree the sinks win: a sink that is behind (stopped, failing,
+paused) keeps every segment it has not committed, past retention or not, and `connect topics
+list` shows the segments held that way. A topic no sink reads loses its segments at retention
+alone, as in Kafka; a sink created later starts at the oldest segment left. `retention.ms` -1
+keeps a topic's segments for ever; retention applies only to topics whose `cleanup.policy` has
+`delete` (a `compact` topic keeps the latest record of every key instead: `compaction`).
 
 The rows go first, in one transaction, then the files: a file whose deletion fails is left as
 garbage (logged), never a row without its file. The rebalance sensor applies retention about
@@ -16,23 +20,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import Engine, text
 
 from connect_core.runtime.store.readers import SINK_TOPICS
+from connect_core.runtime.topics.config import TOPIC_KEYS, check_topic_config
+from connect_core.runtime.topics.files import delete_file, path_bytes
 
-__all__ = ["TOPIC_KEYS", "Expired", "apply_retention", "check_topic_config", "expired"]
+__all__ = ["TOPIC_KEYS", "Expired", "apply_retention", "check_topic_config", "expired", "fill_sizes"]
 
 log = logging.getLogger(__name__)
 
-#: The per-topic keys a topic's config takes, as Kafka's.
-TOPIC_KEYS = ("retention.ms",)
-
-# Per segment: its topic's retention (its own, else the default) and the lowest offset any sink
-# reading the topic has committed for the partition (a sink that never committed: 0). The
-# segment goes when both its age and that offset are past it.
-_EXPIRED = text(
+#: Per partition: the lowest offset any sink reading its topic has committed (a sink that never
+#: committed: 0); no row when no sink reads the topic. Shared with compaction and merging.
+FLOORS = (
     SINK_TOPICS
     + """,
     floors AS (
@@ -41,14 +42,35 @@ _EXPIRED = text(
         JOIN connect.topic_partitions p ON p.topic = st.topic
         LEFT JOIN connect.sink_offsets o ON o.connector = st.name AND o.topic = p.topic AND o.partition = p.partition
         GROUP BY st.topic, p.partition)
-    SELECT g.id, g.topic, g.partition, g.start_offset, g.end_offset, g.row_count, g.path
-    FROM connect.topic_segments g
-    JOIN connect.topics t ON t.name = g.topic
-    LEFT JOIN floors f ON f.topic = g.topic AND f.partition = g.partition
-    WHERE coalesce((t.config->>'retention.ms')::bigint, :default_ms) >= 0
-      AND g.created_at < now() - make_interval(secs => coalesce((t.config->>'retention.ms')::bigint, :default_ms) / 1000.0)
-      AND (f.committed IS NULL OR g.end_offset <= f.committed)
-    ORDER BY g.id
+    """
+)
+
+# Per segment: its topic's retention (its own, else the default), the bytes of its partition's
+# newer segments, and the floor of the sinks' offsets. It goes when it is past either retention
+# and below the floor.
+_EXPIRED = text(
+    FLOORS
+    + """,
+    segs AS (
+        SELECT g.id, g.topic, g.partition, g.start_offset, g.end_offset, g.row_count, g.path, g.created_at,
+               coalesce(g.size_bytes, 0) AS size_bytes, f.committed,
+               coalesce((t.config->>'retention.ms')::bigint, :default_ms) AS retention_ms,
+               coalesce((t.config->>'retention.bytes')::bigint, -1) AS retention_bytes,
+               coalesce(sum(coalesce(g.size_bytes, 0)) OVER (
+                   PARTITION BY g.topic, g.partition ORDER BY g.start_offset DESC
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS newer_bytes
+        FROM connect.topic_segments g
+        JOIN connect.topics t ON t.name = g.topic
+        LEFT JOIN floors f ON f.topic = g.topic AND f.partition = g.partition
+        WHERE coalesce(t.config->>'cleanup.policy', 'delete') LIKE '%delete%')
+    SELECT id, topic, partition, start_offset, end_offset, row_count, path, size_bytes,
+           CASE WHEN retention_ms >= 0 AND created_at < now() - make_interval(secs => retention_ms / 1000.0)
+                THEN 'retention.ms' ELSE 'retention.bytes' END AS reason
+    FROM segs
+    WHERE (committed IS NULL OR end_offset <= committed)
+      AND ((retention_ms >= 0 AND created_at < now() - make_interval(secs => retention_ms / 1000.0))
+           OR (retention_bytes >= 0 AND newer_bytes >= retention_bytes))
+    ORDER BY id
     LIMIT :batch
     """
 )
@@ -63,36 +85,28 @@ class Expired:
     end_offset: int
     row_count: int
     path: str
+    size_bytes: int = 0
+    reason: str = "retention.ms"  # or `retention.bytes`
 
 
-def check_topic_config(config: dict[str, Any]) -> dict[str, Any]:
-    """`config` as stored (numbers as numbers); ValueError naming each bad key."""
-    problems, clean = [], {}
-    for key, value in config.items():
-        if key not in TOPIC_KEYS:
-            problems.append(f"`{str(key)[:100]}` is not a topic setting ({', '.join(TOPIC_KEYS)})")
-            continue
-        number = _whole(value)
-        if number is None:  # a bool, a fraction, a list: never read as a number of ms
-            problems.append(f"`{key}` must be a whole number of milliseconds (-1: for ever), not `{str(value)[:100]}`")
-            continue
-        if number < -1:
-            problems.append(f"`{key}` must be -1 (for ever) or more, not {number}")
-            continue
-        clean[key] = number
-    if problems:
-        raise ValueError("; ".join(problems))
-    return clean
-
-
-def _whole(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if abs(value) < 2**63 else None  # stored as a bigint
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) <= 19:
-        return int(value.strip())
-    return None
+def fill_sizes(engine: Engine, batch: int = 1_000) -> int:
+    """Measure the files of up to `batch` segments committed before sizes were kept (migration
+    0011); how many were measured. A segment whose files cannot be reached stays unmeasured."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT id, path FROM connect.topic_segments WHERE size_bytes IS NULL ORDER BY id LIMIT :n"),
+            {"n": batch},
+        ).all()
+    sizes = []
+    for id_, path in rows:
+        try:
+            sizes.append({"id": id_, "size": path_bytes(path)})
+        except Exception as exc:  # measured on a later pass
+            log.warning("cannot measure segment %s: %s", path, exc)
+    if sizes:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE connect.topic_segments SET size_bytes = :size WHERE id = :id"), sizes)
+    return len(sizes)
 
 
 def expired(engine: Engine, default_ms: int, batch: int = 10_000) -> list[Expired]:
@@ -104,8 +118,6 @@ def expired(engine: Engine, default_ms: int, batch: int = 10_000) -> list[Expire
 
 def apply_retention(engine: Engine, default_ms: int, *, batch: int = 10_000, max_batches: int = 100) -> list[Expired]:
     """Delete what `expired` finds: the rows, then the files. What was deleted."""
-    from connect_core.runtime.topics.segments import delete_file
-
     done: list[Expired] = []
     for _ in range(max_batches):
         found = expired(engine, default_ms, batch)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,12 +22,21 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from connect_core.runtime.sparkutil import default_parallelism
+from connect_core.runtime.topics.files import delete_file, local_dir
 from connect_core.runtime.topics.store import Segment
 from connect_core.sdk import is_connect
 from connect_core.sdk.errors import FatalError
 from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ArrowRecords, driver_max_rows
 
-__all__ = ["RESERVED_COLUMNS", "arrow_topics", "delete_path", "read_segments", "read_topics", "write_segment"]
+__all__ = [
+    "RESERVED_COLUMNS",
+    "arrow_topics",
+    "delete_file",
+    "delete_path",
+    "read_segments",
+    "read_topics",
+    "write_segment",
+]
 
 RUN_COLUMN = "__run"
 SEQ_COLUMN = "__seq"
@@ -83,11 +91,7 @@ def _remove_stale(spark: SparkSession, path: str) -> None:
         log.warning("replacing files at %s left by a run that never committed", path)
 
 
-def _local_dir(path: str) -> str | None:
-    """The local directory of a segment path, None on other file systems."""
-    local = path[len("file://") :] if path.startswith("file://") else path
-    return None if "://" in local else local
-
+_local_dir = local_dir
 
 #: Rows are gathered into Parquet row groups of about this many bytes (of Arrow memory): a producer's
 #: small batches would otherwise make tiny row groups, slow to write and to read. Smaller than
@@ -433,37 +437,6 @@ def _delete(spark: SparkSession, path: str) -> bool:
     return bool(fs.delete(hadoop_path, True))
 
 
-#: Hadoop's names of S3 (`s3a://`), as pyarrow knows it.
-_ARROW_SCHEMES = {"s3a": "s3", "s3n": "s3"}
-
-
-def delete_file(path: str) -> bool:
-    """Recursively delete `path` without Spark, with pyarrow's file systems (topic retention runs
-    where no Spark is); True when something was deleted."""
-    return _arrow_delete(path)
-
-
 def _arrow_delete(path: str) -> bool:
-    """Recursively delete `path` (a URI) with pyarrow's file systems, as Hadoop's `delete(path, true)`:
-    nothing when it does not exist. True when something was deleted."""
-    import pyarrow as pa
-    from pyarrow import fs
-
-    local = _local_dir(path)
-    scheme, sep, rest = path.partition("://")
-    uri = os.path.abspath(local) if local is not None else f"{_ARROW_SCHEMES.get(scheme.lower(), scheme)}{sep}{rest}"
-    try:
-        filesystem, inner = fs.FileSystem.from_uri(uri)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
-        raise FatalError(
-            f"cannot reach the topic path `{path}` from this Spark Connect client ({exc}): on a Spark Connect pool, "
-            "topics live on a file system pyarrow can reach (a local path, hdfs://, s3://, gs://, abfs://)"
-        ) from exc
-    info = filesystem.get_file_info(inner)
-    if info.type == fs.FileType.NotFound:
-        return False
-    if info.type == fs.FileType.Directory:
-        filesystem.delete_dir(inner)
-    else:
-        filesystem.delete_file(inner)
-    return True
+    """Recursively delete `path` (a URI) with pyarrow's file systems; True when something was deleted."""
+    return delete_file(path)

@@ -15,6 +15,7 @@ committed before there was a cluster id keep the paths they were recorded with.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Iterable
@@ -31,7 +32,9 @@ from connect_core.runtime.store.readers import SINK_TOPICS
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
 
-__all__ = ["Segment", "TopicStore", "check_topic_name"]
+__all__ = ["Segment", "TopicStore", "TopicUsers", "check_topic_name"]
+
+log = logging.getLogger(__name__)
 
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
@@ -55,6 +58,15 @@ class Segment:
     row_count: int
     path: str
     run_id: int
+    size_bytes: int | None = None  # bytes of its files; None: not measured (committed before migration 0011)
+
+
+@dataclass(frozen=True)
+class TopicUsers:
+    """The connectors that read a topic (sinks) and that wrote the segments it keeps."""
+
+    readers: list[str]
+    writers: list[str]
 
 
 class TopicStore:
@@ -82,8 +94,8 @@ class TopicStore:
         return f"{self.base_path}/{self.cluster_id()}/{name}/partition={partition}/run={run_id}"
 
     def ensure_topic(self, name: str, partitions: int = 1, config: dict[str, Any] | None = None) -> int:
-        """Create the topic if it is new, with `config` (`retention.ms`); returns its partition count
-        (an existing topic keeps its own partitions and config)."""
+        """Create the topic if it is new, with `config` (its settings: `runtime.topics.config`); returns
+        its partition count (an existing topic keeps its own partitions and config)."""
         check_topic_name(name)
         with self._sessions.begin() as s:
             s.execute(
@@ -118,11 +130,11 @@ class TopicStore:
 
     def set_config(self, topic: str, config: dict[str, Any]) -> dict[str, Any]:
         """Merge `config` into the topic's (a value None removes the key: the default applies);
-        the topic's config after. KeyError if there is no such topic."""
-        from connect_core.runtime.topics.retention import check_topic_config
+        the topic's config after. KeyError if there is no such topic, TopicConfigError (a ValueError)
+        naming every bad key and value."""
+        from connect_core.runtime.topics.config import check_topic_changes
 
-        removed = [k for k, v in config.items() if v is None]
-        clean = check_topic_config({k: v for k, v in config.items() if v is not None})
+        clean, removed = check_topic_changes(config)
         with self._sessions.begin() as s:
             row = s.get(TopicRow, topic, with_for_update=True)
             if row is None:
@@ -131,8 +143,11 @@ class TopicStore:
             return dict(row.config)
 
     def describe(self, default_retention_ms: int, only: str | None = None) -> list[dict[str, Any]]:
-        """Every topic (or the topic `only`): partitions, segments and rows kept, end offsets,
-        retention, and the sinks reading it with their lag (records not committed) per partition."""
+        """Every topic (or the topic `only`): partitions, segments, rows and bytes kept, end offsets,
+        its settings (its own, else the defaults), and the sinks reading it with their lag (records
+        not committed) per partition."""
+        from connect_core.runtime.topics.config import effective_config
+
         with self._sessions() as s:
             topics = s.execute(text(_DESCRIBE), {"only": only}).mappings().all()
             readers = s.execute(text(_READERS), {"only": only}).mappings().all()
@@ -143,15 +158,18 @@ class TopicStore:
             )
         out = []
         for t in topics:
-            retention = t["config"].get("retention.ms", default_retention_ms)
+            settings = effective_config(t["config"], default_retention_ms)
             out.append(
                 {
                     "name": t["name"],
                     "partitions": t["partitions"],
                     "segments": t["segments"],
                     "rows": int(t["rows"] or 0),
+                    "size_bytes": int(t["size_bytes"] or 0),
                     "end_offsets": t["end_offsets"] or {},
-                    "retention.ms": retention,
+                    "retention.ms": settings["retention.ms"],
+                    "retention.bytes": settings["retention.bytes"],
+                    "cleanup.policy": settings["cleanup.policy"],
                     "config": dict(t["config"]),
                     "sinks": lags.get(t["name"], []),
                 }
@@ -208,13 +226,24 @@ class TopicStore:
         }
 
     def append_segment(
-        self, s: Session, *, topic: str, partition: int, row_count: int, path: str, run_id: int
+        self,
+        s: Session,
+        *,
+        topic: str,
+        partition: int,
+        row_count: int,
+        path: str,
+        run_id: int,
+        size_bytes: int | None = None,
     ) -> Segment:
         """Give a staged segment its offsets; part of the caller's commit transaction.
 
         The partition row is locked, so concurrent commits to one partition get
-        consecutive, non-overlapping offset ranges.
+        consecutive, non-overlapping offset ranges. Without `size_bytes` the segment's files are
+        measured first (before the lock), for `retention.bytes` and merging.
         """
+        if size_bytes is None:
+            size_bytes = _measure(path)
         tp = s.scalars(
             select(TopicPartitionRow)
             .where(TopicPartitionRow.topic == topic, TopicPartitionRow.partition == partition)
@@ -230,6 +259,7 @@ class TopicStore:
             row_count=row_count,
             path=path,
             run_id=run_id,
+            size_bytes=size_bytes,
         )
         s.add(row)
         s.flush()
@@ -252,18 +282,69 @@ class TopicStore:
             )
             return [_segment(r) for r in rows]
 
+    def users(self, topic: str) -> TopicUsers:
+        """Who uses `topic`: the sinks whose config names it, and the connectors (still there) whose
+        runs wrote the segments it keeps."""
+        with self._sessions() as s:
+            readers = s.scalars(
+                text(SINK_TOPICS + " SELECT DISTINCT name FROM sink_topics WHERE topic = :t ORDER BY name"),
+                {"t": topic},
+            ).all()
+            writers = s.scalars(text(_WRITERS), {"t": topic}).all()
+        return TopicUsers(list(readers), list(writers))
+
+    def delete_topic(self, topic: str) -> list[Segment]:
+        """Delete `topic`: its rows (partitions, segments, the sinks' offsets in it) in one
+        transaction, then its segments' files; the segments deleted. KeyError if there is none.
+        A file whose deletion fails is left as garbage (logged), never a row without its file."""
+        from connect_core.runtime.topics.files import delete_file
+
+        with self._sessions.begin() as s:
+            row = s.get(TopicRow, topic, with_for_update=True)
+            if row is None:
+                raise KeyError(topic)
+            segments = [_segment(r) for r in s.scalars(select(TopicSegmentRow).where(TopicSegmentRow.topic == topic))]
+            s.execute(text("DELETE FROM connect.sink_offsets WHERE topic = :t"), {"t": topic})
+            s.delete(row)  # its partitions and segments go with it (ON DELETE CASCADE)
+        for segment in segments:
+            try:
+                delete_file(segment.path)
+            except Exception as exc:  # garbage left behind: the rows are gone already
+                log.warning("topic %s deleted; the files of its segment %s not (%s)", topic, segment.path, exc)
+        return segments
+
+
+def _measure(path: str) -> int | None:
+    from connect_core.runtime.topics.files import path_bytes
+
+    try:
+        return path_bytes(path)
+    except Exception as exc:  # measured later by the cleaner (`retention.fill_sizes`)
+        log.warning("cannot measure the segment at %s: %s", path, exc)
+        return None
+
 
 def _segment(r: TopicSegmentRow) -> Segment:
-    return Segment(r.topic, r.partition, r.start_offset, r.end_offset, r.row_count, r.path, r.run_id)
+    return Segment(r.topic, r.partition, r.start_offset, r.end_offset, r.row_count, r.path, r.run_id, r.size_bytes)
+
+
+_WRITERS = """
+    SELECT DISTINCT r.connector
+    FROM connect.topic_segments g
+    JOIN connect.task_runs r ON r.id = g.run_id
+    JOIN connect.connectors c ON c.name = r.connector
+    WHERE g.topic = :t
+    ORDER BY r.connector
+"""
 
 
 _DESCRIBE = """
-    SELECT t.name, t.partitions, t.config,
-           (SELECT count(*) FROM connect.topic_segments g WHERE g.topic = t.name) AS segments,
-           (SELECT sum(g.row_count) FROM connect.topic_segments g WHERE g.topic = t.name) AS rows,
+    SELECT t.name, t.partitions, t.config, g.segments, g.rows, g.size_bytes,
            (SELECT jsonb_object_agg(p.partition::text, p.next_offset)
             FROM connect.topic_partitions p WHERE p.topic = t.name) AS end_offsets
     FROM connect.topics t
+    CROSS JOIN LATERAL (SELECT count(*) AS segments, sum(row_count) AS rows, sum(size_bytes) AS size_bytes
+                        FROM connect.topic_segments WHERE topic = t.name) g
     WHERE CAST(:only AS text) IS NULL OR t.name = :only
     ORDER BY t.name
 """

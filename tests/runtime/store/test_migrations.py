@@ -19,6 +19,7 @@ TABLES = {
     "topic_partitions",
     "topic_segments",
     "task_runs",
+    "task_run_totals",
     "change_counter",
     "spark_pools",
     "assignments",
@@ -26,6 +27,7 @@ TABLES = {
     "cluster",
     "rebalance_state",
     "placement_queue",
+    "connector_topics",
 }
 
 
@@ -48,7 +50,7 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0009"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0012"
         )
     engine.dispose()
 
