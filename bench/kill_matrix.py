@@ -2,9 +2,13 @@
 
     .venv/bin/python bench/kill_matrix.py [--runs 5] [--rows 40]
 
-Two pipelines: the file pair (file source → topic → file sink) and JDBC (a MariaDB table →
+Three pipelines: the file pair (file source → topic → file sink); JDBC (a MariaDB table →
 JdbcSourceConnector → topic → JdbcSinkConnector into PostgreSQL, `insert.mode` insert without a
-key, so only the sink's own bookkeeping can keep a replay out). A *cell* is a fault point and a
+key, so only the sink's own bookkeeping can keep a replay out); and CDC (a table of a PostgreSQL
+with `wal_level=logical` of the bench's own → PostgresCdcSourceConnector → topic →
+ExtractNewRecordState → JdbcSinkConnector upserting and deleting by key into PostgreSQL; every
+append inserts, updates and deletes, and the slot's confirmed position is checked never to pass
+the committed one). A *cell* is a fault point and a
 pipeline; one run of a cell appends new source rows, then
 
 1. spark-submits the source and the sink (one Spark application) with `CONNECT_FAULT=<point>`:
@@ -340,7 +344,7 @@ def _table(results: list[CellResult], runs: int) -> list[str]:
         "|---|---|---|---:|---:|---:|---|",
     ]
     for point in POINTS:
-        for pipeline in ("file", "jdbc"):
+        for pipeline in ("file", "jdbc", "cdc"):
             cell = [r for r in results if r.point == point and r.pipeline == pipeline]
             killed = " then ".join(dict.fromkeys("sink" if k.endswith("sink") else "source" for k in cell[0].killed))
             lines.append(
@@ -348,7 +352,9 @@ def _table(results: list[CellResult], runs: int) -> list[str]:
                 f"| {sum(r.duplicated for r in cell)} | {'yes' if all(r.in_order for r in cell) else 'NO'} |"
             )
     assert all(
-        len([r for r in results if (r.point, r.pipeline) == (p, n)]) == runs for p in POINTS for n in ("file", "jdbc")
+        len([r for r in results if (r.point, r.pipeline) == (p, n)]) == runs
+        for p in POINTS
+        for n in ("file", "jdbc", "cdc")
     )
     return lines
 
@@ -388,17 +394,26 @@ def main() -> None:
     parser.add_argument("--rerun", choices=("in-process", "submit"), default="in-process", help="how reruns run")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    with tempfile.TemporaryDirectory() as tmp, _databases() as (url, source_db, target_db):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.connectors.cdc._servers import fresh_db, start_logical_pg
+
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        _databases() as (url, source_db, target_db),
+        start_logical_pg() as logical,
+        fresh_db(logical) as cdc_db,
+    ):
         home = Path(tmp)
         os.environ["CONNECT_FILE_ALLOWED_PATHS"] = str(home)  # file connectors are confined to it
         runtime = Runtime.open(Settings(database_url=url, home=home / "home", file_allowed_paths=str(home)))
         submit = spark_submitter(runtime)
-        pipes = [FilePipeline(runtime, home), JdbcPipeline(runtime, source_db, target_db)]
+        cdc = CdcPipeline(runtime, cdc_db, target_db)
+        pipes = [FilePipeline(runtime, home), JdbcPipeline(runtime, source_db, target_db), cdc]
         rerun = submit_rerun(submit) if args.rerun == "submit" else in_process_rerun(runtime, _session(runtime, pipes))
         results: list[CellResult] = []
         started = time.monotonic()
 
-        def matrix(pipe: Pipeline) -> None:  # the two pipelines are independent: one thread each
+        def matrix(pipe: Pipeline) -> None:  # the pipelines are independent: one thread each
             for run in range(args.runs):
                 for point in POINTS:
                     cell = run_cell(pipe, point, submit, rerun, args.rows)
@@ -410,6 +425,8 @@ def main() -> None:
             t.start()
         for t in threads:
             t.join()
+        if cdc.confirmed_past_committed():
+            raise SystemExit("the CDC slot was told a position past what the metadata committed")
         runtime.close()
         minutes = (time.monotonic() - started) / 60
     table = _table(results, args.runs)
@@ -449,7 +466,7 @@ def _write(table: list[str], args: argparse.Namespace, minutes: float) -> None:
         + "\n"
     )
     write_sections(
-        ["## kill -9 matrix: runner SIGKILLed at each fault point, then rerun (file and JDBC)", "", how, "", *table]
+        ["## kill -9 matrix: runner SIGKILLed at each fault point, then rerun (file, JDBC, CDC)", "", how, "", *table]
     )
 
 
