@@ -218,7 +218,12 @@ class ChangeTable:
     def schema(self) -> pa.Schema:
         value = pa.struct([(name, kind) for name, kind in self.columns])
         kinds = dict(self.columns)
-        key = pa.struct([(k, kinds[k]) for k in self.key]) if self.key else pa.struct([("__none", pa.null())])
+        # a key column the log's descriptions lack (added to the table since): null, as text
+        key = (
+            pa.struct([(k, kinds.get(k, pa.string())) for k in self.key])
+            if self.key
+            else pa.struct([("__none", pa.null())])
+        )
         return pa.schema(
             [
                 ("before", value),
@@ -347,4 +352,7 @@ def _bytea(text: str) -> bytes:
         return UNAVAILABLE.encode()
     if not text.startswith("\\x"):
         raise DataError("a bytea value not in hex format (is the server's `bytea_output` `escape`?)")
-    return bytes.fromhex(text[2:])
+    try:
+        return bytes.fromhex(text[2:])
+    except ValueError as exc:
+        raise DataError(f"a bytea value that is not hex: {exc}") from exc

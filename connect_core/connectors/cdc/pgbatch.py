@@ -17,7 +17,8 @@ Message formats: https://www.postgresql.org/docs/15/protocol-logicalrep-message-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from connect_core.connectors.cdc.envelope import (
     from_text,
 )
 from connect_core.connectors.cdc.pgoutput import PgOutputError
+from connect_core.sdk.errors import DataError
 
 __all__ = ["RowChanges", "Truncated", "envelope_table"]
 
@@ -60,6 +62,7 @@ class RowChanges:
     ts_ms: list[int] = field(default_factory=list)
     _decoded: list[pa.Table] = field(default_factory=list)
     _done: int = 0  # messages decoded into `_decoded`
+    _eager: bool = True  # False: decoded only at the end, with the table's columns over the whole run
 
     def begin(self, source: dict[str, Any], ts_ms: int) -> list[bytes]:
         """The list a transaction's messages of this table go to."""
@@ -70,8 +73,8 @@ class RowChanges:
 
     @property
     def pending(self) -> int:
-        """Messages filed and not decoded yet."""
-        return len(self.messages) - self._done
+        """Messages filed and not decoded yet (while decoding early is allowed)."""
+        return len(self.messages) - self._done if self._eager else 0
 
     @property
     def columns(self) -> list[tuple[str, pa.DataType]]:
@@ -85,6 +88,15 @@ class RowChanges:
             schema = _schema(self.topic, columns, self.key)
             self._decoded.append(_decoded(self.topic, self.key, self, columns, schema, self._done, end))
             self._done = end
+
+    def decode_early(self, limit: int) -> None:
+        """`decode` while the stream runs. A value its own column type cannot hold may still be fine
+        in the run's columns (retyped to text by a later description): then the piece is decoded at
+        the end instead, where an error is the run's, whatever the stream's timing was."""
+        try:
+            self.decode(limit)
+        except DataError:
+            self._decoded, self._done, self._eager = [], 0, False
 
 
 @dataclass(frozen=True)
@@ -109,7 +121,7 @@ def envelope_table(topic: str, key: Sequence[str], pieces: Sequence[RowChanges |
     for piece in pieces:
         if isinstance(piece, Truncated):
             tables.append(_truncated(piece, columns, schema))
-        elif piece.columns == columns:  # decoded as it is: what the stream decoded already holds
+        elif piece.columns == columns and piece._eager:  # decoded as it is: what the stream decoded holds
             piece.decode()
             tables.extend(piece._decoded)
         else:
@@ -227,6 +239,36 @@ def _values(buffer: pa.Buffer, tuples: _Tuples, column: int) -> tuple[pa.Array, 
     return (texts.cast(pa.string()) if large else texts), kinds == _U
 
 
+def _key_changed(
+    key: Sequence[str],
+    present: dict[str, int],
+    kind: np.ndarray,
+    has_old: np.ndarray,
+    old_of: np.ndarray,
+    new_of: np.ndarray,
+    text_of: Callable[[str, bool], tuple[pa.Array, np.ndarray]],
+) -> np.ndarray:
+    """Per message: an update whose old and new rows differ in a column of the table's key (an
+    unchanged out-of-line value in the new row is no change)."""
+    changed = np.zeros(len(kind), bool)
+    updates = np.flatnonzero((kind == 85) & has_old)
+    if not len(updates):
+        return changed
+    old_at, new_at = pa.array(old_of[updates]), pa.array(new_of[updates])
+    differs = np.zeros(len(updates), bool)
+    for name in key:
+        if name not in present:
+            continue
+        (old_text, _), (new_text, new_toast) = text_of(name, True), text_of(name, False)
+        before, after = old_text.take(old_at), new_text.take(new_at)
+        same = pc.fill_null(pc.equal(before, after), False)
+        both_null = pc.and_(pc.is_null(before), pc.is_null(after))
+        unchanged = np.asarray(pc.or_(same, both_null)) | new_toast[new_of[updates]]
+        differs |= ~unchanged
+    changed[updates] = differs
+    return changed
+
+
 def _sources(sources: list[dict[str, Any]], index: np.ndarray) -> pa.Array:
     """The `source` of each event (`index` into `sources`; -1: null): a field the same in every
     source (the table, the connector, …) is repeated, the others taken, a field at a time."""
@@ -310,10 +352,26 @@ def _events(
     if np.any(new_end != ends[new_rows]):
         raise _Malformed
 
-    # events per message: c / u: one; d: one, then its tombstone (a keyed table); an update of the
-    # key: Debezium's delete (+ tombstone) and create
     count = len(messages)
-    key_change = (kind == 85) & (marker == _KEY)
+    old_of = np.full(count, -1, np.int64)
+    old_of[old_rows] = np.arange(len(old_rows))
+    new_of = np.full(count, -1, np.int64)
+    new_of[new_rows] = np.arange(len(new_rows))
+    buffer = pa.py_buffer(joined)
+    present = {c.name: at for at, c in enumerate(relation.columns)}
+    texts: dict[tuple[str, bool], tuple[pa.Array, np.ndarray]] = {}
+
+    def text_of(name: str, from_old: bool) -> tuple[pa.Array, np.ndarray]:
+        """Column `name` of the old or new rows as text (NULL and unchanged TOAST null), and where TOAST."""
+        if (name, from_old) not in texts:
+            texts[name, from_old] = _values(buffer, old if from_old else new, present[name])
+        return texts[name, from_old]
+
+    # events per message: c / u: one; d: one, then its tombstone (a keyed table); an update that
+    # changed the key: Debezium's delete (+ tombstone) and create. Whether it did is read from the
+    # values: an old row comes with an update that changed the replica identity's columns (K), with
+    # every update under REPLICA IDENTITY FULL (O), and when the identity's value is out of line (K).
+    key_change = _key_changed(key, present, kind, has_old, old_of, new_of, text_of)
     deletes = (kind == _D) | key_change
     per = 1 + (deletes & bool(key)) + key_change
     message = np.repeat(np.arange(count), per)
@@ -327,33 +385,31 @@ def _events(
     op = np.full(len(message), 3, np.int8)  # 0 c, 1 u, 2 d, 3 none (a tombstone)
     op[create], op[update], op[delete_event] = 0, 1, 2
 
-    old_of = np.full(count, -1, np.int64)
-    old_of[old_rows] = np.arange(len(old_rows))
-    new_of = np.full(count, -1, np.int64)
-    new_of[new_rows] = np.arange(len(new_rows))
-    # before: an update's old row (O), a delete's; after: a create's and an update's new row
-    before = np.where((update | delete_event), old_of[message], -1)
+    # before: an update's whole old row (O), a delete's; after: a create's and an update's new row
+    before = np.where(delete_event | (update & (marker[message] == _OLD)), old_of[message], -1)
     after = np.where((create | update), new_of[message], -1)
     # the key: the after row's, else the before row's (a tombstone: its delete's)
     key_new = after
     key_old = np.where(after < 0, old_of[message], -1)
 
-    transaction = np.searchsorted(np.asarray(piece.starts, np.int64), first + message, side="right") - 1
+    # the chunk's transactions only: a chunk's cost must not grow with the run's
+    t0 = bisect.bisect_right(piece.starts, first) - 1
+    t1 = bisect.bisect_left(piece.starts, end)
+    transaction = np.searchsorted(np.asarray(piece.starts[t0:t1], np.int64), first + message, side="right") - 1
     source_index = np.where(tombstone, -1, transaction)
-    ts = np.asarray(piece.ts_ms, np.int64)[transaction]
+    ts = np.asarray(piece.ts_ms[t0:t1], np.int64)[transaction]
+    sources = piece.sources[t0:t1]
 
-    buffer = pa.py_buffer(joined)
     kinds = dict(columns)
-    present = {c.name: at for at, c in enumerate(relation.columns)}
     typed: dict[tuple[str, bool], pa.Array] = {}
 
     def pick(name: str, from_old: bool, index: np.ndarray) -> pa.Array:
         """Column `name` of the old or new rows at `index` (-1: null), as its type."""
         if name not in present:  # not in this description of the table
-            return pa.nulls(len(index), kinds[name])
+            return pa.nulls(len(index), kinds.get(name, pa.string()))  # a key column added since: text
         values = typed.get((name, from_old))
         if values is None:
-            texts, toast = _values(buffer, old if from_old else new, present[name])
+            texts, toast = text_of(name, from_old)
             if toast.any():
                 texts = pc.if_else(pa.array(toast), UNAVAILABLE, texts)
             values = typed[name, from_old] = from_text(topic, name, kinds[name], texts)
@@ -369,7 +425,7 @@ def _events(
     arrays: dict[str, pa.Array] = {
         "before": struct(before, True),
         "after": struct(after, False),
-        "source": _sources(piece.sources, source_index),
+        "source": _sources(sources, source_index),
         "op": pa.array(["c", "u", "d", None]).take(pa.array(op)),
         "ts_ms": pa.array(ts, mask=tombstone),
         "__tombstone": pa.array(tombstone),
@@ -377,6 +433,6 @@ def _events(
     if key:
         arrays["__key"] = pa.StructArray.from_arrays(
             [pc.coalesce(pick(name, False, key_new), pick(name, True, key_old)) for name in key],
-            fields=[pa.field(n, kinds[n]) for n in key],
+            fields=[pa.field(n, kinds.get(n, pa.string())) for n in key],
         )
     return pa.Table.from_arrays([arrays[n] for n in schema.names], schema=schema)

@@ -18,9 +18,16 @@ missing). Each run
 
 Events go to `<topic.prefix>.<schema>.<table>` in Debezium's envelope (`envelope.py`), keyed by
 the primary key; a delete is followed by a tombstone. A table without a primary key has no key.
-What the log does not carry: without `REPLICA IDENTITY FULL`, a delete's and an update's
-`before` hold the key columns only (the others null) and an unchanged TOAST value (a large text
-not touched by an update) is `__debezium_unavailable_value`; with FULL, both are whole.
+What the log does not carry: without `REPLICA IDENTITY FULL`, an update's `before` is null and a
+delete's holds the key columns only (the others null); with FULL, both are whole. An unchanged
+out-of-line (TOAST) value, a large text an update did not touch, is `__debezium_unavailable_value`
+in `after` either way: PostgreSQL does not send it (with FULL, `before` holds it). Whether an
+update changed the key is read from the old and new values, not from the message's marker.
+
+A partitioned table's changes come under its own name (the publication's
+`publish_via_partition_root`, set by the connector), so a row moved between partitions is a
+delete and an insert in that order; changes the server decoded before the setting come under a
+partition's name and go to the table's topic too.
 """
 
 from __future__ import annotations
@@ -72,7 +79,8 @@ class PostgresCdcSourceTask(SourceTask):
         committed = positions.offset(partition)
         with _connect(cfg) as conn:
             tables = _captured_tables(conn, cfg)
-            _ensure_publication(conn, cfg, tables)
+            partitions = _partitions(conn, tables)
+            _ensure_publication(conn, cfg, tables, bool(partitions))
             slot = _slot(conn, cfg.slot_name)
             if committed is None:
                 if slot is not None:  # left by a first run that never committed: start over
@@ -102,7 +110,7 @@ class PostgresCdcSourceTask(SourceTask):
             "wal_retained_bytes": slot["retained"],
             "wal_behind_bytes": max(0, target - int(committed["lsn"])),
         }
-        stream = _Stream(cfg, {t.qualified: t for t in tables}, self.log)
+        stream = _Stream(cfg, {t.qualified: t for t in tables}, self.log, partitions)
         lsn = stream.read(int(committed["lsn"]), target)
         records = {topic: records_of(spark, table) for topic, table in stream.tables().items() if table.num_rows}
         offset = {"lsn": lsn, "snapshot": "done"}
@@ -166,8 +174,11 @@ class _Stream:
     """Reads the slot: whole transactions, each captured table's row changes filed as they came
     (`pgbatch.RowChanges`), decoded in bulk at the end (`tables`)."""
 
-    def __init__(self, cfg: PostgresCdcConfig, by_name: dict[str, _Table], log: Any) -> None:
+    def __init__(
+        self, cfg: PostgresCdcConfig, by_name: dict[str, _Table], log: Any, partitions: dict[str, _Table] | None = None
+    ) -> None:
         self.cfg, self.by_name, self.log = cfg, by_name, log
+        self.partitions = partitions or {}  # a partition's `schema.name` → its captured partitioned table
         self._pieces: dict[str, list[pgbatch.RowChanges | pgbatch.Truncated]] = {}  # by topic
         self._tables: dict[str, _Table] = {}  # by topic
         self._groups: dict[int, pgbatch.RowChanges | None] = {}  # by relation OID (None: not captured)
@@ -218,7 +229,7 @@ class _Stream:
                         select.select([cur], [], [], 0.2)
                     continue
                 payload = message.payload
-                if payload[0] in pgoutput.ROW_CHANGES:  # the hot path: filed as it came, decoded at the end
+                if payload and payload[0] in pgoutput.ROW_CHANGES:  # the hot path: filed as it came
                     oid = int.from_bytes(payload[1:5], "big")
                     into = opened.get(oid)
                     if into is None:
@@ -231,9 +242,11 @@ class _Stream:
                 deadline = heard + timeout
                 event = self._decoder.decode(payload)
                 if isinstance(event, pgoutput.Begin):
+                    if begin is not None:
+                        raise pgoutput.PgOutputError("a Begin inside an open transaction (no Commit before it)")
                     begin, opened = event, {}
                 elif isinstance(event, pgoutput.Commit):
-                    begin = None
+                    begin, opened = None, {}  # a change before the next Begin is outside any transaction
                     self._skipped.clear()
                     reached = event.end_lsn
                     if event.end_lsn >= target or changes >= cfg.max_batch_size or size >= cfg.max_batch_bytes:
@@ -266,7 +279,7 @@ class _Stream:
         done while the stream waits for the server, the decoding costs the run (almost) nothing."""
         for group in self._groups.values():
             if group is not None and group.pending >= DECODE_CHUNK:
-                group.decode(DECODE_CHUNK)
+                group.decode_early(DECODE_CHUNK)
                 return True
         return False
 
@@ -275,7 +288,8 @@ class _Stream:
         if oid in self._groups:
             return self._groups[oid]
         relation = self._decoder.relation(oid)
-        table = self.by_name.get(f"{relation.namespace}.{relation.name}")  # published, maybe not captured
+        name = f"{relation.namespace}.{relation.name}"
+        table = self.by_name.get(name) or self.partitions.get(name)  # published, maybe not captured
         group = None
         if table is not None:
             topic = topic_for(self.cfg.topic_prefix, table.schema, table.name)
@@ -509,10 +523,23 @@ def _captured_tables(conn: Any, cfg: PostgresCdcConfig) -> list[_Table]:
     return tables
 
 
-def _ensure_publication(conn: Any, cfg: PostgresCdcConfig, tables: list[_Table]) -> None:
+def _ensure_publication(conn: Any, cfg: PostgresCdcConfig, tables: list[_Table], partitioned: bool) -> None:
+    """The connector's publication, created when missing. A partitioned table's changes must come
+    under its own name, in one stream in commit order (`publish_via_partition_root`), not under each
+    partition's: set on a publication the connector creates or manages, required of another."""
+    name = _quote(cfg.publication_name)
     with conn.cursor() as cur:
-        cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (cfg.publication_name,))
-        if cur.fetchone():
+        cur.execute("SELECT pubviaroot FROM pg_publication WHERE pubname = %s", (cfg.publication_name,))
+        found = cur.fetchone()
+        if found:
+            if partitioned and not found[0]:
+                if cfg.publication_autocreate_mode == "disabled":
+                    raise ConfigError(
+                        f"publication `{cfg.publication_name}` publishes a partitioned table's changes under its "
+                        f"partitions' names: run `ALTER PUBLICATION {name} SET (publish_via_partition_root = true)`",
+                        {"publication.name": ["needs publish_via_partition_root"]},
+                    )
+                cur.execute(f"ALTER PUBLICATION {name} SET (publish_via_partition_root = true)")
             return
         if cfg.publication_autocreate_mode == "disabled":
             raise ConfigError(
@@ -524,7 +551,25 @@ def _ensure_publication(conn: Any, cfg: PostgresCdcConfig, tables: list[_Table])
             what = "FOR ALL TABLES"
         else:
             what = "FOR TABLE " + ", ".join(f"{_quote(t.schema)}.{_quote(t.name)}" for t in tables)
-        cur.execute(f"CREATE PUBLICATION {_quote(cfg.publication_name)} {what}")
+        cur.execute(f"CREATE PUBLICATION {name} {what} WITH (publish_via_partition_root = true)")
+
+
+def _partitions(conn: Any, tables: list[_Table]) -> dict[str, _Table]:
+    """Each partition (at any depth) of a captured partitioned table, by `schema.name`: its changes are
+    the table's (a stream decoded before the publication published them under the table's name)."""
+    by_name = {t.qualified: t for t in tables}
+    with conn.cursor() as cur:
+        cur.execute(
+            """
+            SELECT n.nspname || '.' || c.relname, rn.nspname || '.' || r.relname
+            FROM pg_class c
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_class r ON r.oid = pg_partition_root(c.oid)
+            JOIN pg_namespace rn ON rn.oid = r.relnamespace
+            WHERE c.relispartition
+            """
+        )
+        return {part: by_name[root] for part, root in cur.fetchall() if root in by_name}
 
 
 def _slot(conn: Any, name: str) -> dict[str, Any] | None:

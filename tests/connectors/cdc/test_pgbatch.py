@@ -38,6 +38,12 @@ def _row(data: TupleData) -> tuple[Any, ...]:
     return tuple(UNAVAILABLE if v is UNCHANGED_TOAST else v for v in data)
 
 
+def _key_differs(relation: Any, key: tuple[str, ...], old: TupleData, new: TupleData) -> bool:
+    """Whether an update's old and new rows differ in the table's key (unchanged TOAST: no change)."""
+    at = {c.name: i for i, c in enumerate(relation.columns)}
+    return any(new[at[k]] is not UNCHANGED_TOAST and old[at[k]] != new[at[k]] for k in key if k in at)
+
+
 def _reference(stream: postgres._Stream, topic: str) -> pa.Table:
     """`topic`'s events from its filed messages, each decoded on its own into a ChangeTable."""
     pieces = [p for p in stream._pieces[topic] if not isinstance(p, pgbatch.RowChanges) or p.messages]
@@ -58,10 +64,11 @@ def _reference(stream: postgres._Stream, topic: str) -> pa.Table:
             if kind == ord("I"):
                 table.add_row("c", None, _row(new), source, ts)  # type: ignore[arg-type]
             elif kind == ord("U"):
-                if old_key is not None:
-                    table.add_row("d", _row(old_key), None, source, ts, tombstone=True)
+                first = old_key if old_key is not None else old
+                if first is not None and _key_differs(piece.relation, key, first, new):  # type: ignore[arg-type]
+                    table.add_row("d", _row(first), None, source, ts, tombstone=True)
                     table.add_row("c", None, _row(new), source, ts)  # type: ignore[arg-type]
-                else:
+                else:  # a key's old value that did not change (K) is no `before`
                     table.add_row("u", _row(old) if old is not None else None, _row(new), source, ts)  # type: ignore[arg-type]
             else:
                 gone = old if old is not None else old_key
@@ -231,20 +238,21 @@ def _value(rng: random.Random, type_oid: int, at: int) -> Any:
 
 
 def _row_change(rng: random.Random, oid: int, columns: list[tuple[str, int, int, bool]], at: int) -> bytes:
-    def row(keys_only: bool = False) -> bytes:
-        values = [str(at) if key else (None if keys_only else _value(rng, t, at)) for _, t, _, key in columns]
+    def row(keys_only: bool = False, key_value: int = at) -> bytes:
+        values = [str(key_value) if key else (None if keys_only else _value(rng, t, at)) for _, t, _, key in columns]
         return _tuple([v if v is not UNCHANGED_TOAST or not keys_only else None for v in values])
 
     head = struct.pack("!I", oid)
     shape = rng.choice(["I", "I", "U", "UO", "UK", "DK", "DO"])
+    moved = at + rng.choice([0, 1_000_000])  # an update's old key: the same, or another (the key changed)
     if shape == "I":
         return b"I" + head + b"N" + row()
     if shape == "U":
         return b"U" + head + b"N" + row()
     if shape == "UO":
-        return b"U" + head + b"O" + row() + b"N" + row()
+        return b"U" + head + b"O" + row(key_value=moved) + b"N" + row()
     if shape == "UK":
-        return b"U" + head + b"K" + row(keys_only=True) + b"N" + row()
+        return b"U" + head + b"K" + row(keys_only=True, key_value=moved) + b"N" + row()
     return b"D" + head + shape[1].encode() + row(keys_only=shape == "DK")
 
 
@@ -298,6 +306,10 @@ def test_a_generated_stream_decodes_as_row_at_a_time(seed: int, pause: int, monk
     assert items.schema.field("after").type.get_field_index("extra") >= 0
     assert items.schema.field("after").type.field("n").type == pa.string()  # retyped mid-run: text
     assert "t" in bulk["srv.public.notes"]["op"].to_pylist()
+    ops = items["op"].to_pylist()
+    befores = items["before"].to_pylist()
+    assert any(op == "u" and b is not None for op, b in zip(ops, befores, strict=True))  # O, the same key
+    assert any(a == "d" and b == "c" for a, b in zip(ops, ops[2:], strict=False))  # a key change: d, tombstone, c
     rows = sum(1 for p in payloads if p[0] in ROW_CHANGES and struct.unpack_from("!I", p, 1)[0] != 3)
     assert stream.count == rows + 1  # and the truncate
 
@@ -367,3 +379,32 @@ def test_a_message_that_does_not_read_fails_naming_why(
     stream = _stream(monkeypatch, _config(), [table], payloads)
     with pytest.raises(PgOutputError, match=problem):
         stream.tables()
+
+
+def test_a_key_changed_under_replica_identity_full_is_a_delete_and_a_create(
+    pg_db: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FULL sends every update's whole old row (`O`): the key change is read from the values."""
+    pg_db.execute(
+        "CREATE TABLE full_rows (id int PRIMARY KEY, note text)",
+        "ALTER TABLE full_rows REPLICA IDENTITY FULL",
+        "CREATE PUBLICATION full_pub FOR TABLE full_rows",
+    )
+    slot = unique_name("slot")
+    pg_db.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')")
+    _commit(pg_db, "INSERT INTO full_rows VALUES (1, 'a')")
+    _commit(pg_db, "UPDATE full_rows SET note = 'b' WHERE id = 1", "UPDATE full_rows SET id = 2 WHERE id = 1")
+    payloads = _read(pg_db, slot, {"proto_version": "1", "publication_names": "full_pub"}, commits=2)
+    cfg = _config(**{"database.port": pg_db.port, "database.user": pg_db.user, "database.dbname": pg_db.database})
+    with postgres._connect(cfg) as conn:
+        tables = postgres._captured_tables(conn, cfg)
+    stream = _stream(monkeypatch, cfg, tables, payloads)
+    events = stream.tables()["srv.public.full_rows"]
+    _same(events, _reference(stream, "srv.public.full_rows"))
+    assert [(e["op"], e["__key"], e["before"], e["after"]) for e in events.to_pylist()] == [
+        ("c", {"id": 1}, None, {"id": 1, "note": "a"}),
+        ("u", {"id": 1}, {"id": 1, "note": "a"}, {"id": 1, "note": "b"}),
+        ("d", {"id": 1}, {"id": 1, "note": "b"}, None),
+        (None, {"id": 1}, None, None),
+        ("c", {"id": 2}, None, {"id": 2, "note": "b"}),
+    ]

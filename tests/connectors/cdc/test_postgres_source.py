@@ -190,3 +190,53 @@ def test_columns_added_dropped_and_retyped_mid_run_follow_the_relation_messages(
     assert runner.run("cdc", 0).state == "SUCCEEDED"
     (last,) = _events(runtime, spark, "srv.public.notes", after=7)
     assert last["after"] == {"id": 14, "score": Decimal("2.5")}
+
+
+def test_a_partitioned_tables_changes_come_under_its_own_name_in_commit_order(
+    pg_db: PgServer, runtime: Runtime, spark: Any
+) -> None:
+    """A row moved between partitions arrives as a delete and an insert: they must reach the table's
+    topic in that order, whichever partition had changes first."""
+    pg_db.execute(
+        "CREATE TABLE sales (id int, region text, amount int, PRIMARY KEY (id, region)) PARTITION BY LIST (region)",
+        "CREATE TABLE sales_eu PARTITION OF sales FOR VALUES IN ('eu')",
+        "CREATE TABLE sales_us PARTITION OF sales FOR VALUES IN ('us')",
+        "INSERT INTO sales VALUES (1, 'eu', 10)",
+    )
+    config = {
+        "connector.class": "PostgresCdcSourceConnector",
+        "database.hostname": pg_db.host,
+        "database.port": str(pg_db.port),
+        "database.user": pg_db.user,
+        "database.dbname": pg_db.database,
+        "topic.prefix": "part",
+        "slot.name": unique_name("slot"),
+        "publication.name": unique_name("pub"),
+        "table.include.list": "public.sales",
+    }
+    runtime.create_connector("parts", config)
+    runner = make_runner(runtime, spark)
+    assert runner.run("parts", 0).state == "SUCCEEDED"  # the snapshot, through the partitioned table
+    pg_db.execute(
+        "INSERT INTO sales VALUES (2, 'us', 20)",
+        "INSERT INTO sales VALUES (3, 'eu', 30)",
+        "UPDATE sales SET region = 'us' WHERE id = 3",  # moves the row: a delete from eu, an insert into us
+        "UPDATE sales SET amount = 11 WHERE id = 1",
+    )
+    result = runner.run("parts", 0)
+    assert result.state == "SUCCEEDED", result.message
+    events = _events(runtime, spark, "part.public.sales")
+    assert [(e["op"], e["__key"]) for e in events] == [
+        ("r", {"id": 1, "region": "eu"}),
+        ("c", {"id": 2, "region": "us"}),
+        ("c", {"id": 3, "region": "eu"}),
+        ("d", {"id": 3, "region": "eu"}),
+        (None, {"id": 3, "region": "eu"}),
+        ("c", {"id": 3, "region": "us"}),
+        ("u", {"id": 1, "region": "eu"}),
+    ]
+    assert not runtime.topics.partitions("part.public.sales_eu") and not runtime.topics.partitions(
+        "part.public.sales_us"
+    )
+    (viaroot,) = pg_db.rows("SELECT pubviaroot FROM pg_publication WHERE pubname = %s", config["publication.name"])[0]
+    assert viaroot
