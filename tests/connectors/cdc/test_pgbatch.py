@@ -110,14 +110,19 @@ class _Cursor:
 
 
 def _stream(
-    monkeypatch: pytest.MonkeyPatch, cfg: PostgresCdcConfig, tables: list[Any], payloads: list[bytes], pause: int = 0
+    monkeypatch: pytest.MonkeyPatch,
+    cfg: PostgresCdcConfig,
+    tables: list[Any],
+    payloads: list[bytes],
+    pause: int = 0,
+    partitions: dict[str, Any] | None = None,
 ) -> Any:
     @contextlib.contextmanager
     def replication(_: Any) -> Iterator[Any]:
         yield type("Connection", (), {"cursor": lambda self: _Cursor(payloads, pause)})()
 
     monkeypatch.setattr(postgres, "_replication", replication)
-    stream = postgres._Stream(cfg, {t.qualified: t for t in tables}, logging.getLogger("test"))
+    stream = postgres._Stream(cfg, {t.qualified: t for t in tables}, logging.getLogger("test"), partitions)
     last = payloads[-1]
     assert last[:1] == b"C"
     (end,) = struct.unpack_from("!Q", last, 10)
@@ -408,3 +413,15 @@ def test_a_key_changed_under_replica_identity_full_is_a_delete_and_a_create(
         (None, {"id": 1}, None, None),
         ("c", {"id": 2}, None, {"id": 2, "note": "b"}),
     ]
+
+
+def test_a_change_sent_under_a_partitions_name_goes_to_its_tables_topic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the publication publishes via the partitioned table, the server names the partition."""
+    items, _ = _generated_tables()
+    payloads = [_relation(9, "items_2024", _ITEMS), b"B" + struct.pack("!QqI", 900, 0, 1)]
+    payloads += [b"I" + struct.pack("!I", 9) + b"N" + _tuple(["1", "x", None, None, "t", None, "5"])]
+    payloads += [b"C" + struct.pack("!BQQq", 0, 900, 1000, 0)]
+    stream = _stream(monkeypatch, _config(), [items], payloads, partitions={"public.items_2024": items})
+    (events,) = stream.tables().values()
+    assert list(stream.tables()) == ["srv.public.items"]
+    assert events.to_pylist()[0]["after"]["id"] == 1 and events.to_pylist()[0]["source"]["table"] == "items_2024"
