@@ -17,6 +17,7 @@ traces are masked (`mask_text`) and cut to their tail, where a Java or Python tr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -136,9 +137,8 @@ def next_run(
     """What the connector's DAG runs on, and when its next scheduled run is (ISO; None: no set time):
     a cron or preset's next time after `now`, an interval's after the last run (`now` when due). A
     sink also runs whenever its topics get data."""
-    try:
-        schedule = check_schedule(schedule, sink=kind == "sink")
-    except ValueError:
+    schedule = _checked(schedule, kind == "sink")
+    if schedule == _INVALID:
         return "invalid schedule", None
     if state in ("PAUSED", "STOPPED"):
         return state.lower(), None
@@ -151,9 +151,27 @@ def next_run(
         return f"every {schedule}", _iso(max(due, now))
     if schedule in ("@continuous", "@once"):
         return schedule, None
+    return schedule, _cron_next(schedule, now)
+
+
+_INVALID = "\0invalid"
+
+
+@functools.lru_cache(maxsize=1024)
+def _checked(schedule: str | None, sink: bool) -> str | None:
+    """`check_schedule`'s answer, once per distinct schedule (most connectors share a few)."""
+    try:
+        return check_schedule(schedule, sink=sink)
+    except ValueError:
+        return _INVALID
+
+
+@functools.lru_cache(maxsize=1024)
+def _cron_next(schedule: str, now: datetime) -> str | None:
+    """A cron or preset's next time after `now`, once per schedule for all the connectors of a read."""
     from croniter import croniter
 
-    return schedule, _iso(croniter(CRON_PRESETS.get(schedule, schedule), now).get_next(datetime))
+    return _iso(croniter(CRON_PRESETS.get(schedule, schedule), now).get_next(datetime))
 
 
 def failed_runs(runtime: Runtime, connector: str, limit: int = 10) -> list[dict[str, Any]]:
