@@ -29,13 +29,11 @@ import pyarrow.parquet as pq
 from sqlalchemy import text
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.topics.files import SPARK_SCHEMA_KEY
 from connect_core.sdk.connector import LineageDataset
 from connect_core.sdk.transforms import is_value_column
 
 __all__ = ["Dataset", "Field", "RunLineage", "run_lineage"]
-
-#: The footer key under which Spark (and the runtime's Arrow writer) keeps a Parquet file's Spark schema.
-_SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 
 @dataclass(frozen=True)
@@ -157,7 +155,7 @@ def _segment_fields(path: str) -> tuple[Field, ...] | None:
         schema = pq.read_schema(first)
     except (OSError, pa.ArrowException):
         return None
-    stored = (schema.metadata or {}).get(_SPARK_SCHEMA_KEY)
+    stored = (schema.metadata or {}).get(SPARK_SCHEMA_KEY)
     typed = _spark_types(stored) if stored else None
     pairs = typed if typed is not None else [(f.name, str(f.type)) for f in schema]
     return tuple(Field(name, kind) for name, kind in pairs if is_value_column(name))

@@ -29,6 +29,7 @@ __all__ = [
     "ChangeTable",
     "arrow_type",
     "from_text",
+    "merged_columns",
     "records_of",
     "topic_for",
 ]
@@ -134,7 +135,7 @@ class ChangeTable:
         columns = list(columns)
         if columns == self._incoming:
             return
-        merged = _merged(self.columns, columns) if self._op else columns
+        merged = merged_columns(self.columns, columns) if self._op else columns
         if merged != self.columns:
             moved = _positions(self.columns, merged)
             self._before = [_take(r, moved) for r in self._before]
@@ -327,7 +328,9 @@ class _Retyped(Exception):
         self.name = name
 
 
-def _merged(old: list[tuple[str, pa.DataType]], new: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:
+def merged_columns(
+    old: list[tuple[str, pa.DataType]], new: list[tuple[str, pa.DataType]]
+) -> list[tuple[str, pa.DataType]]:
     """Columns of rows before and after a schema change: the union, a retyped column as text."""
     kinds = dict(old)
     for name, kind in new:

@@ -33,6 +33,7 @@ from connect_core.connectors.cdc.envelope import (
     ChangeTable,
     arrow_type,
     from_text,
+    merged_columns,
 )
 from connect_core.connectors.cdc.pgoutput import PgOutputError
 from connect_core.sdk.errors import DataError
@@ -78,7 +79,7 @@ class RowChanges:
 
     @property
     def columns(self) -> list[tuple[str, pa.DataType]]:
-        return [(c.name, arrow_type(c.type_oid, c.typmod)) for c in self.relation.columns]
+        return _columns(self.relation)
 
     def decode(self, limit: int | None = None) -> None:
         """Decode up to `limit` (all) of the pending messages, with the description's own columns."""
@@ -113,9 +114,8 @@ def envelope_table(topic: str, key: Sequence[str], pieces: Sequence[RowChanges |
     the columns are the union of its descriptions' (a column retyped mid-run as text)."""
     pieces = [p for p in pieces if not isinstance(p, RowChanges) or p.messages]
     columns: list[tuple[str, pa.DataType]] = []
-    for relation in [p.relation for p in pieces]:
-        own = [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
-        columns = own if not columns else _merged(columns, own)
+    for piece in pieces:
+        columns = merged_columns(columns, _columns(piece.relation)) if columns else _columns(piece.relation)
     schema = _schema(topic, columns, key)
     tables = []
     for piece in pieces:
@@ -131,16 +131,14 @@ def envelope_table(topic: str, key: Sequence[str], pieces: Sequence[RowChanges |
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
+def _columns(relation: pgoutput.Relation) -> list[tuple[str, pa.DataType]]:
+    """A description's columns, each with the Arrow type its values take."""
+    return [(c.name, arrow_type(c.type_oid, c.typmod)) for c in relation.columns]
+
+
 def _schema(topic: str, columns: list[tuple[str, pa.DataType]], key: Sequence[str]) -> pa.Schema:
     shape = ChangeTable(topic, columns, key, text=True).schema
     return shape if key else pa.schema([f for f in shape if f.name != "__key"])
-
-
-def _merged(old: list[tuple[str, pa.DataType]], new: list[tuple[str, pa.DataType]]) -> list[tuple[str, pa.DataType]]:
-    kinds = dict(old)
-    for name, kind in new:
-        kinds[name] = kind if kinds.get(name, kind) == kind else pa.string()
-    return list(kinds.items())
 
 
 def _truncated(piece: Truncated, columns: list[tuple[str, pa.DataType]], schema: pa.Schema) -> pa.Table:

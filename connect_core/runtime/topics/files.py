@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 RUN_COLUMN = "__run"
 SEQ_COLUMN = "__seq"
+#: The footer key under which Spark (and the runtime's Arrow writer) keeps a Parquet file's Spark schema.
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 PID_SHIFT = 33  # monotonically_increasing_id: partition id in the upper 31 bits
 #: Rewritten files gather rows into row groups of about this many bytes (as the Arrow writer does).
 ROW_GROUP_BYTES = 32 << 20

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from connect_core.runtime.sparkutil import default_parallelism
-from connect_core.runtime.topics.files import delete_file, local_dir
+from connect_core.runtime.topics.files import RUN_COLUMN, SEQ_COLUMN, SPARK_SCHEMA_KEY, delete_file, local_dir
 from connect_core.runtime.topics.store import Segment
 from connect_core.sdk import is_connect
 from connect_core.sdk.errors import FatalError
@@ -38,10 +38,6 @@ __all__ = [
     "write_segment",
 ]
 
-RUN_COLUMN = "__run"
-SEQ_COLUMN = "__seq"
-#: The footer key under which Spark keeps a Parquet file's Spark schema (field metadata included).
-SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 RESERVED_COLUMNS = frozenset({RUN_COLUMN, SEQ_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN})
 
 log = logging.getLogger(__name__)
