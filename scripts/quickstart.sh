@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: the seed's file quickstart (file -> topic -> file) on the embedded
-# Postgres and local Spark. Installs everything on first use. Run it again: it
-# appends new lines to the source file and copies only those.
+# Postgres and local Spark, in $CONNECT_HOME/quickstart. Installs everything on first use.
+# Run it again: it appends a line to the source file and copies only that one.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 CONNECT_SKIP_CHROMIUM=1 bash "$root/scripts/bootstrap.sh"  # the main job needs no browser
@@ -13,7 +13,9 @@ work="$CONNECT_HOME/quickstart"
 mkdir -p "$work"
 cd "$work"
 cp "$root"/examples/quickstart/file-*.json .
-printf 'Hello \r\nRocketMQ\r\n Connect\nsynced at %s\n' "$(date -u +%FT%TZ)" >> test-source-file.txt
+# The seed's three lines once, then one new line per run: each run copies only what is new.
+[ -f test-source-file.txt ] || printf 'Hello \r\nRocketMQ\r\n Connect\n' > test-source-file.txt
+printf 'synced at %s\n' "$(date -u +%FT%T.%NZ)" >> test-source-file.txt
 
 connect put fileSourceConnector --config file-source.json
 connect put fileSinkConnector --config file-sink.json

@@ -140,6 +140,26 @@ class Settings(BaseSettings):
     def topics_base(self) -> str:
         return self.topics_path or str(self.home / "topics")
 
+    def runtime_data_dirs(self) -> list[Path]:
+        """What the runtime keeps and trusts on this machine, which no connector may read or write, resolved:
+        the embedded Postgres (`pgdata/`), local topics, the `file` provider's secrets, the pools' sockets,
+        pid files and tokens (`pools/`), the local Airflow's home (`airflow/`, or `AIRFLOW_HOME`), the
+        plugin path and the JVM archive: a connector writing there could read secrets or plant code. Any
+        other file a user keeps under `CONNECT_HOME` (the quickstart's `quickstart/`) is theirs."""
+        topics = str(self.topics_base).removeprefix("file://").removeprefix("file:")
+        local_topics = [Path(topics)] if topics.startswith("/") else []  # not an hdfs:// or s3a:// store
+        airflow_home = [Path(os.environ["AIRFLOW_HOME"])] if os.environ.get("AIRFLOW_HOME") else []
+        dirs = [
+            self.pgdata,
+            self.home / "pools",
+            self.home / "airflow",
+            self.jvm_archive_dir,
+            *airflow_home,
+            *local_topics,
+            *self.plugin_dirs(),
+        ]
+        return [Path(os.path.realpath(d.expanduser())) for d in dirs] + self.provider_file_dirs()
+
     def allowed_file_dirs(self) -> list[Path]:
         """Where file connectors may read and write, resolved (`file.allowed.paths`)."""
         return _dirs(self.file_allowed_paths) or [Path.cwd().resolve()]

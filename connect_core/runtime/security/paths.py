@@ -35,19 +35,14 @@ class AllowedPaths:
 
     def __init__(self, dirs: Iterable[Path | str], *, runtime_dirs: Iterable[Path | str] = ()) -> None:
         self.dirs = tuple(Path(os.path.realpath(d)) for d in dirs)
-        # The runtime's own state (its data directory with the embedded Postgres and the topics, the
-        # config provider's secrets) is never a connector's, even under an allowed directory: with
-        # the defaults it is (`.connect/` in the working directory).
+        # The runtime's own state (`Settings.runtime_data_dirs`: the embedded Postgres, the topics, the
+        # config provider's secrets, the pools' files …) is never a connector's, even under an allowed
+        # directory: with the defaults it is (`.connect/` in the working directory).
         self.runtime_dirs = tuple(Path(os.path.realpath(d)) for d in runtime_dirs)
 
     @classmethod
     def from_settings(cls, settings: Any) -> AllowedPaths:
-        topics = str(settings.topics_base).removeprefix("file://").removeprefix("file:")
-        local_topics = [topics] if topics.startswith("/") else []  # not an hdfs:// or s3a:// store
-        return cls(
-            settings.allowed_file_dirs(),
-            runtime_dirs=[settings.home, *settings.provider_file_dirs(), *local_topics],
-        )
+        return cls(settings.allowed_file_dirs(), runtime_dirs=settings.runtime_data_dirs())
 
     @classmethod
     def from_env(cls) -> AllowedPaths:
@@ -78,8 +73,8 @@ class AllowedPaths:
             )
         if any(Path(real).is_relative_to(d) for d in self.runtime_dirs):
             return None, (
-                f"`{shown}` is inside the runtime's own data (CONNECT_HOME, the topics or the config "
-                f"provider's secrets), which file connectors may not use, whatever `{SETTING}` allows"
+                f"`{shown}` is inside the runtime's own data (the embedded Postgres, the topics, the "
+                f"config provider's secrets, the pools' or Airflow's files, the plugins), which file connectors may not use, whatever `{SETTING}` allows"
             )
         return real, None
 

@@ -155,9 +155,20 @@ def test_the_runtimes_own_data_is_never_allowed(tmp_path: Path, monkeypatch: pyt
     monkeypatch.chdir(tmp_path)
     settings = Settings(home=tmp_path / ".connect")  # the defaults: home under the allowed working directory
     allowed = AllowedPaths.from_settings(settings)
-    for inside in (".connect/pgdata/PG_VERSION", ".connect/secrets/db.properties", ".connect/topics/t/x.parquet"):
+    for inside in (
+        ".connect/pgdata/PG_VERSION",
+        ".connect/secrets/db.properties",
+        ".connect/topics/t/x.parquet",
+        ".connect/pools/local.sock",
+        ".connect/airflow/admin-password",
+    ):
         real, problem = allowed.resolve(inside)
         assert real is None and "runtime's own data" in str(problem), inside
     assert allowed.resolve("in.txt")[0] == str(tmp_path / "in.txt")
+    # a user's files beside the runtime's data are theirs (the quickstart works in `.connect/quickstart`)
+    assert allowed.resolve(".connect/quickstart/in.txt")[0] == str(tmp_path / ".connect/quickstart/in.txt")
+    (tmp_path / ".connect/quickstart").mkdir(parents=True)
+    (tmp_path / ".connect/quickstart/link").symlink_to(tmp_path / ".connect/pgdata")
+    assert allowed.resolve(".connect/quickstart/link/PG_VERSION")[0] is None
     elsewhere = AllowedPaths.from_settings(Settings(home=tmp_path / "h", topics_path=str(tmp_path / "topics")))
     assert elsewhere.resolve(str(tmp_path / "topics" / "t"))[0] is None
