@@ -117,7 +117,7 @@ def serve(
     import uvicorn
 
     from connect_core.rest.app import create_app
-    from connect_core.rest.auth import bearer_or_loopback
+    from connect_core.rest.auth import bearer_or_loopback, tokens_from_settings
     from connect_core.rest.edge import EdgePolicy
     from connect_core.runtime.context import Runtime
     from connect_core.runtime.settings import Settings
@@ -125,14 +125,19 @@ def serve(
     settings = Settings()
     with runtime():  # migrate and check the store once, up front
         pass
-    token = settings.rest_token.get_secret_value() if settings.rest_token else None
+    try:
+        tokens = tokens_from_settings(settings)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
     app = create_app(
         lambda: Runtime.open(settings, upgrade=False),
-        auth=[bearer_or_loopback(token)],
+        auth=[bearer_or_loopback(tokens=tokens)],
         edge=EdgePolicy.from_settings(settings, bound_to=host),
     )
     out.print(
-        f"Connect REST API on http://{host}:{port} (OpenAPI: /docs); auth: {'bearer token' if token else 'loopback only'}"
+        f"Connect REST API on http://{host}:{port} (OpenAPI: /docs); auth: "
+        + (f"bearer tokens of the {', '.join(sorted(r.name for r in tokens))} role(s)" if tokens else "loopback only")
     )
     import gc
 

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse
 
 from connect_core import __version__
 from connect_core.rest import kafka, metrics, pools, rocketmq, topics
+from connect_core.rest.auth import route_role
 from connect_core.rest.edge import EdgeMiddleware, EdgePolicy
 from connect_core.rest.errors import install_error_handlers
 from connect_core.rest.service import ConnectService
@@ -32,7 +33,8 @@ def create_app(
     auth: Sequence[Callable[..., Any]] = (),
     edge: EdgePolicy | None = None,
 ) -> FastAPI:
-    """The app; `auth` guards every route (the OpenAPI document and docs too), `edge` sets the limits
+    """The app; `auth` guards every route (the OpenAPI document and docs too) and tells the caller's role
+    (`connect_core.rest.auth`), which each route's role is checked against; `edge` sets the limits
     and allow-lists every request passes first (default: loopback names, 1 MiB bodies)."""
     lock = threading.Lock()
     holder: dict[str, ConnectService] = {}
@@ -48,7 +50,8 @@ def create_app(
         title="Connect REST API",
         version=__version__,
         description="Kafka Connect's REST API and RocketMQ Connect's routes for connect-core.",
-        dependencies=[Depends(a) for a in auth],
+        # auth first (it tells the caller's role), then the route's role (403 naming the role needed)
+        dependencies=[*(Depends(a) for a in auth), Depends(route_role)],
         # Served by the routes below instead, so they need the same auth as every other route.
         openapi_url=None,
         docs_url=None,

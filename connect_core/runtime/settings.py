@@ -84,7 +84,17 @@ class Settings(BaseSettings):
     airflow_username: str = Field(default="admin", description="Airflow user for its REST API.")
     airflow_password: SecretStr | None = Field(default=None, description="Password of `airflow_username`.")
     rest_token: SecretStr | None = Field(
-        default=None, description="Bearer token `connect serve` requires; unset: loopback clients only."
+        default=None,
+        description="Bearer token of the `operator` role, which may do everything; with no token set "
+        "(this or the roles' below), `connect serve` serves loopback clients only, as an operator.",
+    )
+    rest_connector_token: SecretStr | None = Field(
+        default=None,
+        description="Bearer token of the `connector` role: manage and run connectors, read everything "
+        "(CONNECT_REST_TOKEN is the `operator`'s: pools, topics, offsets resets, the rebalance too).",
+    )
+    rest_viewer_token: SecretStr | None = Field(
+        default=None, description="Bearer token of the `viewer` role: read connectors, status, pools and topics."
     )
     rest_url: str | None = Field(default=None, description="A REST API for the CLI to use instead of the database.")
     # -- security (docs/security.md) --------------------------------------------------

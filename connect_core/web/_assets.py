@@ -48,6 +48,8 @@ SCRIPT = r"""
   const REST = new URL(body.dataset.rest.replace(/\/*$/, "/"), SELF);
   const DAGS = body.dataset.dags ? new URL(body.dataset.dags.replace(/\/*$/, "/"), SELF) : null;
   const POLL_MS = Number(body.dataset.poll) || 5000;
+  // The caller's Connect role: actions it may not do are not offered (the REST app refuses them anyway).
+  const ROLE = { viewer: 1, connector: 2, operator: 3 }[body.dataset.role] || 1;
   const SVG = "http://www.w3.org/2000/svg";
 
   const tbody = document.querySelector("#connectors tbody");
@@ -212,6 +214,7 @@ SCRIPT = r"""
     }
     tds.push(links);
     const actions = el("td");
+    if (ROLE < 2) { tds.push(actions); return tds; }
     if (c.state === "PAUSED") actions.appendChild(button("resume", "Resume"));
     else actions.appendChild(button("pause", "Pause"));
     if (c.state === "STOPPED") actions.appendChild(button("resume", "Start"));
@@ -219,7 +222,7 @@ SCRIPT = r"""
     actions.appendChild(button("restart-failed", "Restart failed", true));
     actions.appendChild(button("restart-all", "Restart all", true));
     if (c.state !== "STOPPED") actions.appendChild(button("stop", "Stop", true));
-    actions.appendChild(button("reset", "Reset offsets", true));
+    if (ROLE >= 3) actions.appendChild(button("reset", "Reset offsets", true));
     tds.push(actions);
     return tds;
   }

@@ -27,6 +27,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from connect_core.runtime.cluster.spark_connect import pool_kind, public_master
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.security.roles import Role
 from connect_core.web._assets import SCRIPT, STYLE
 from connect_core.web._data import connectors_view, failed_runs
 
@@ -83,9 +84,9 @@ def _csp(rest_base: str) -> str:
     )
 
 
-def _page(data: dict[str, Any], *, root: str, rest_base: str, dag_base: str | None, poll_ms: int) -> str:
+def _page(data: dict[str, Any], *, root: str, rest_base: str, dag_base: str | None, poll_ms: int, role: Role) -> str:
     count, pools = len(data["connectors"]), len(data["pools"])
-    attrs = {"self": root + "/", "rest": rest_base, "dags": dag_base or "", "poll": str(poll_ms)}
+    attrs = {"self": root + "/", "rest": rest_base, "dags": dag_base or "", "poll": str(poll_ms), "role": role.name}
     body_attrs = " ".join(f'data-{k}="{escape(v, quote=True)}"' for k, v in attrs.items())
     state_options = "".join(
         f'<option value="{v}">{label}</option>'
@@ -170,7 +171,9 @@ def create_view_app(
     @app.get("/", response_class=HTMLResponse)
     def page(request: Request) -> HTMLResponse:
         root = str(request.scope.get("root_path", "")).rstrip("/")
-        html = _page(data(), root=root, rest_base=rest_base, dag_base=dag_base, poll_ms=poll_ms)
+        # an auth that tells no role (an embedder's all-or-nothing check) lets its users do everything
+        role = getattr(request.state, "connect_role", None) or Role.operator
+        html = _page(data(), root=root, rest_base=rest_base, dag_base=dag_base, poll_ms=poll_ms, role=role)
         headers = {"Content-Security-Policy": csp, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
         return HTMLResponse(html, headers=headers)
 
