@@ -1,4 +1,4 @@
-"""JDBC source (PostgreSQL, MariaDB/MySQL, any database with a JDBC driver) and PostgreSQL sink."""
+"""JDBC source and sink for PostgreSQL and MariaDB/MySQL (other JDBC URLs are refused: see `_url`)."""
 
 from connect_core.connectors.jdbc.sink import JdbcSinkConnector
 from connect_core.connectors.jdbc.source import JdbcSourceConnector

@@ -25,6 +25,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Column", "Jdbc", "jdbc_errors"]
 
+#: Connector/J properties (MariaDB's and MySQL's names) Spark's JDBC reader always sets: no local
+#: files for the server, no Java objects from it. The URL cannot set them (`_url` refuses them).
+_SAFE_MYSQL_PROPERTIES = {
+    "allowLocalInfile": "false",
+    "allowLoadLocalInfile": "false",
+    "allowUrlInLocalInfile": "false",
+    "autoDeserialize": "false",
+}
+
 _AUTH = ("password authentication failed", "access denied", "authentication failed", "no password")
 _UNREACHABLE = (
     "connection refused",
@@ -131,6 +140,8 @@ class Jdbc:
             else None
         )
         self.props = {"fetchsize": str(config.fetch_size)}
+        if self.dialect.name == "mariadb":
+            self.props.update(_SAFE_MYSQL_PROPERTIES)
         if self.dialect.driver:
             self.props["driver"] = self.dialect.driver
         if config.connection_user:
@@ -223,11 +234,12 @@ class Jdbc:
                 conn.close()
 
     def _mysql_rows(self, sql: str) -> list[Any]:
-        import pymysql
         import pymysql.cursors
 
+        from connect_core.connectors.jdbc._mysql import guarded_connect
+
         assert self.mysql_args is not None
-        conn = pymysql.connect(
+        conn = guarded_connect(  # no local data: a server asking for a file gets none
             **self.mysql_args, charset="utf8mb4", connect_timeout=10, cursorclass=pymysql.cursors.DictCursor
         )
         try:

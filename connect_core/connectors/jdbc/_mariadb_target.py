@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from connect_core.connectors.jdbc._staging import (
@@ -80,20 +80,23 @@ _AT_ROW = re.compile(r" at row [0-9]+$")
 BadRow = tuple[int, int, str, str]  # partition, offset, error class, message
 
 
-def connect(args: Mapping[str, Any], host: str, *, local_files: bool = False) -> Any:
+def connect(args: Mapping[str, Any], host: str, *, local_data: bool = False) -> Any:
     """A PyMySQL connection in the sink's session (strict, UTC, no autocommit); clear errors.
-    `local_files`: it may send files of this host (`LOAD DATA LOCAL INFILE`, the staging loads)."""
+    It never sends a file of this host (`_mysql`); `local_data`: its `load_data` may send the
+    staging data it is given, from memory."""
     import pymysql
 
+    from connect_core.connectors.jdbc._mysql import guarded_connect
+
     try:
-        return pymysql.connect(
+        return guarded_connect(
             **args,
             charset="utf8mb4",
             autocommit=False,
             connect_timeout=10,
             read_timeout=3600,
             init_command=SESSION,
-            local_infile=local_files,
+            local_data=local_data,
         )
     except pymysql.err.OperationalError as exc:
         code = exc.args[0] if exc.args else 0
@@ -113,10 +116,12 @@ def _transaction(args: Mapping[str, Any], host: str) -> Iterator[Any]:
             yield cur
         conn.commit()
     except BaseException:
-        conn.rollback()
+        with suppress(Exception):  # the error raised is the one to report; closing undoes the rest
+            conn.rollback()
         raise
     finally:
-        conn.close()
+        with suppress(Exception):
+            conn.close()
 
 
 class _Column(NamedTuple):
@@ -343,27 +348,22 @@ def _columns(cur: Any, table: tuple[str, ...]) -> dict[str, _Column]:
 
 def _inserter(args: Mapping[str, Any], host: str, insert: str, load: str) -> Any:
     """How a Spark partition's staged rows get into the staging table, in one transaction: each
-    Arrow batch as tab-separated text by `LOAD DATA LOCAL INFILE` (`load`), encoded by pyarrow;
-    by multi-row INSERTs (`insert`) where the server refuses local files or a column is binary."""
+    Arrow batch as tab-separated text by `LOAD DATA LOCAL INFILE` (`load`), encoded by pyarrow and
+    sent from memory (no file: the server gets these bytes or nothing, see `_mysql`); by multi-row
+    INSERTs (`insert`) where the server refuses local data or a column is binary."""
 
     def write(batches: Iterator[Any]) -> None:
-        import tempfile
-
         import pymysql
 
-        conn = connect(args, host, local_files=True)
+        conn = connect(args, host, local_data=True)
         loading = True
         try:
-            with conn.cursor() as cur, tempfile.NamedTemporaryFile(prefix="connect-stage-", suffix=".tsv") as tsv:
+            with conn.cursor() as cur:
                 for batch in batches:
                     text = _tsv(batch) if loading else None
                     if text is not None:
-                        tsv.seek(0)
-                        tsv.truncate()
-                        tsv.write(text)
-                        tsv.flush()
                         try:
-                            cur.execute(load, (tsv.name,))
+                            conn.load_data(cur, load, text)
                             continue
                         except pymysql.err.MySQLError as exc:
                             if not exc.args or exc.args[0] not in _NO_LOCAL_FILES:
@@ -374,7 +374,8 @@ def _inserter(args: Mapping[str, Any], host: str, insert: str, load: str) -> Any
                         cur.executemany(insert, rows[start : start + INSERT_ROWS])
             conn.commit()
         finally:
-            conn.close()
+            with suppress(Exception):  # an error raised above is the one to report
+                conn.close()
 
     return write
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
+from connect_core.connectors.jdbc._url import check_jdbc_url
 from connect_core.sdk.config import is_placeholder
 from connect_core.sdk.connector import LineageDataset
 from connect_core.sdk.errors import ConfigError
@@ -34,7 +35,7 @@ def parse_identifier(value: str, what: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Dialect:
-    name: str  # postgresql | mariadb | generic
+    name: str  # postgresql | mariadb
     url: str
     driver: str | None
     default_jars: tuple[str, ...]
@@ -108,14 +109,12 @@ _MARIADB_JARS = ("/usr/share/java/mariadb-java-client.jar", "/usr/share/java/mys
 
 
 def dialect_for(url: str) -> Dialect:
-    if not url.startswith("jdbc:"):
-        raise ConfigError(f"`connection.url` must be a JDBC URL (jdbc:postgresql://…, jdbc:mariadb://…), not `{url}`")
-    kind = url[len("jdbc:") :].split(":", 1)[0].lower()
-    if kind == "postgresql":
+    """The dialect of a PostgreSQL or MariaDB/MySQL URL; a ConfigError for any other URL, or one with
+    a parameter that is not allowed (see `_url`). Every connection's URL comes through here, once
+    its config providers' placeholders are resolved, so it is checked where the task runs too."""
+    if check_jdbc_url(url) == "postgresql":
         return Dialect("postgresql", url, "org.postgresql.Driver", _POSTGRES_JARS, '"')
-    if kind in ("mariadb", "mysql"):
-        return Dialect("mariadb", url, "org.mariadb.jdbc.Driver", _MARIADB_JARS, "`")
-    return Dialect("generic", url, None, (), '"')
+    return Dialect("mariadb", url, "org.mariadb.jdbc.Driver", _MARIADB_JARS, "`")
 
 
 def lineage_datasets(url: str, tables: list[str]) -> list[LineageDataset]:
