@@ -75,6 +75,7 @@ def test_quickstart_script_runs_twice_on_a_fresh_copy_and_copies_each_line_once(
     sink = (work / "test-sink-file.txt").read_text().splitlines()
     assert sink[:3] == SEED and len(sink) == 4 and sink[3].startswith("synced at "), sink
     assert "Hello \nRocketMQ\n Connect\n" in first  # the script shows the sink file
+    assert (checkout / ".connect" / "pgdata" / "PG_VERSION").exists()  # on the embedded Postgres
 
     second = _quickstart(checkout)
     assert _states(second) == {"fileSourceConnector": "RUNNING", "fileSinkConnector": "RUNNING"}, second

@@ -126,17 +126,3 @@ def test_invalid_config_is_rejected_with_every_problem(cli: Cli, tmp_path: Path)
     assert "connector.class" in proc.stderr and "FileSourceConnector" in proc.stderr
     assert "tasks.max" in proc.stderr
     assert json.loads(cli("list", "--output", "json").stdout) == []
-
-
-def test_embedded_postgres_default(tmp_path: Path) -> None:
-    """No CONNECT_DATABASE_URL: the runtime starts its own Postgres under CONNECT_HOME."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONNECT_")}
-    env.update(CONNECT_HOME=str(tmp_path / "home"), SPARK_LOCAL_IP="127.0.0.1")
-    cli = Cli(env, tmp_path)
-    source, sink = _register(cli, tmp_path)
-    source.write_text("embedded\n")
-    assert cli.run("fileSourceConnector")["state"] == "SUCCEEDED"
-    assert cli.run("fileSinkConnector")["state"] == "SUCCEEDED"
-    assert sink.read_text() == "embedded\n"
-    assert (tmp_path / "home" / "pgdata" / "PG_VERSION").exists()
-    assert json.loads(cli("list", "--output", "json").stdout) == ["fileSinkConnector", "fileSourceConnector"]
