@@ -1,4 +1,4 @@
-"""The kill -9 matrix, each cell once: the runner's spark-submit SIGKILLed at every fault point (source
+"""The kill -9 matrix, each cell once (three fault points per pipeline, `CI_POINTS`): the runner's spark-submit SIGKILLed at every fault point (source
 side, then sink side; `mid_sink` half-way through the sink's write), for the file pair, for JDBC
 (MariaDB → topic → PostgreSQL) and for change data capture (PostgreSQL's log → unwrap → JDBC upserts
 and deletes); after each kill a rerun, then the whole target equals the whole source.
@@ -35,6 +35,14 @@ from tests.connectors.cdc._servers import PgServer
 from tests.connectors.jdbc_helpers import Database, mariadb, target  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.spark_submit
+
+#: Each pipeline's fault points in CI: three of the five each, every point at least once and the commit
+#: points (where exactly-once is decided) twice or more; bench/kill_matrix.py runs all of them, 5 times.
+CI_POINTS = {
+    "file": ("before_stage", "after_commit", "mid_sink"),
+    "jdbc": ("after_stage", "before_commit", "mid_sink"),
+    "cdc": ("after_stage", "before_commit", "after_commit"),
+}
 
 
 @pytest.fixture
@@ -73,18 +81,18 @@ def test_every_fault_point_loses_and_duplicates_nothing(
     ]
 
     def cells(pipe: Pipeline) -> list[CellResult]:
-        return [run_cell(pipe, point, submit, rerun, rows=6) for point in POINTS]
+        return [run_cell(pipe, point, submit, rerun, rows=6) for point in CI_POINTS[pipe.name]]
 
     with ThreadPoolExecutor(len(pipes)) as pool:
         results = [cell for found in pool.map(cells, pipes) for cell in found]
     print(*results, sep="\n")  # the matrix, for the log (pytest -s)
 
     table = {(r.pipeline, r.point): (r.lost, r.duplicated, r.in_order) for r in results}
-    assert table == {(p.name, point): (0, 0, True) for p in pipes for point in POINTS}
+    assert table == {(p.name, point): (0, 0, True) for p in pipes for point in CI_POINTS[p.name]}
     for r in results:  # every cell killed what it meant to: the source, then the sink; mid_sink the sink
         sides = ["sink" if name.endswith("sink") else "source" for name in r.killed]
         assert sides == (["sink"] if r.point == "mid_sink" else ["source", "sink"]), r
-    # every row came through: 5 cells x 6 rows (the CDC table also lost some to its deletes)
-    assert [len(p.actual()) for p in pipes] == [30, 30, len(cdc.expected())]
-    assert len(cdc.expected()) >= 20
+    # every row came through: 3 cells x 6 rows (the CDC table also lost some to its deletes)
+    assert [len(p.actual()) for p in pipes] == [18, 18, len(cdc.expected())]
+    assert len(cdc.expected()) >= 12
     assert not cdc.confirmed_past_committed()  # the slot was never told more than the metadata holds
