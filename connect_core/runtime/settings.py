@@ -118,6 +118,18 @@ class Settings(BaseSettings):
         description="`file.allowed.paths`: comma-separated directories file connectors may read and write "
         "under (symlinks and `..` resolved). Empty: the working directory of the process that starts.",
     )
+    jdbc_driver_paths: str = Field(
+        default="/usr/share/java",
+        description="Comma-separated directories a JDBC connector's `connection.jar` may name a driver jar under "
+        "(symlinks and `..` resolved; never inside `file.allowed.paths`, which connectors may write). "
+        "Empty: only the built-in drivers.",
+    )
+    pool_conf_allowed_keys: str = Field(
+        default="",
+        description="Spark conf keys a pool may set beyond the built-in allow-list, comma-separated exact keys or "
+        "`prefix.*`. Keys that load code or files, reach a command line or override the runtime's safety "
+        "settings stay refused (connect_core/runtime/cluster/conf_policy.py).",
+    )
     rest_max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest REST request body (413).")
     rest_max_value_bytes: int = Field(
         default=128 * 1024, ge=64, description="Largest single string value in a REST body (400)."

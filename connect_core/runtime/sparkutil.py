@@ -44,8 +44,11 @@ _SPLITS = re.compile(r"\bsplits=(\d+)")
 
 
 def prepare_session(spark: SparkSession) -> None:
-    """Give a Spark Connect session the runners' session settings (a classic one has them from spark-submit)."""
+    """Give a run's session the runners' session settings: a classic one has them from spark-submit
+    already (set again, whatever a conf slipped in: they are the runtime's safety settings)."""
     if not is_connect(spark):
+        for key, value in SESSION_CONF.items():
+            spark.conf.set(key, value)
         return
     stopped: Any = spark
     if stopped.is_stopped:

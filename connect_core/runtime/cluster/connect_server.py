@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.cluster import processes
+from connect_core.runtime.cluster.conf_policy import ENFORCED_CONF, SparkConfPolicy, check_master
 from connect_core.runtime.cluster.pools import check_pool_name
-from connect_core.runtime.cluster.spark_connect import reachable
+from connect_core.runtime.cluster.spark_connect import public_master, reachable
 from connect_core.runtime.execution.spark_install import spark_env, spark_submit_path
 from connect_core.runtime.execution.submit import spark_conf, split_secret_conf
 from connect_core.runtime.settings import Settings
@@ -86,6 +87,9 @@ def start_server(
     pid_file = folder / f"{name}.json"
     if processes.running(pid_file) is not None:
         raise ConfigError(f"the Spark Connect server of pool `{name}` is already running (`connect pools stop {name}`)")
+    # The operator's conf, checked as a registered pool's is (refused outright: nobody to warn later)
+    check_master(spark_master, f"pool `{name}`")
+    SparkConfPolicy.from_settings(settings).check(conf or {}, f"pool `{name}`")
     port = port or _free_port(bind)
     token = secrets.token_urlsafe(32)
     jars = [j for j in DRIVER_JARS if Path(j).exists()]
@@ -96,6 +100,7 @@ def start_server(
         "spark.pyspark.python": sys.executable,
         # Python workers fork from a daemon that has imported what they use (`_warm_daemon`)
         "spark.python.daemon.module": "connect_core.runtime.cluster._warm_daemon",
+        **ENFORCED_CONF,  # the runtime's safety settings, last (the server's sessions start with them)
     }
     public, secret = split_secret_conf(settings_conf)
     if secret:
@@ -168,7 +173,7 @@ def start_pool(
     existing = next((p for p in rt.pools.list(rt.settings.heartbeat_timeout) if p.name == name), None)
     if existing is not None and not is_connect_master(existing.master):
         raise ConfigError(
-            f"pool `{name}` is a classic pool ({existing.master}); a warm pool needs a name of its own "
+            f"pool `{name}` is a classic pool ({public_master(existing.master)}); a warm pool needs a name of its own "
             f"(or `connect pools remove {name}` first)"
         )
     with processes.locked(pool_lock(rt.settings, name)):

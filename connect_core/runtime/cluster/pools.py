@@ -28,7 +28,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.cluster.allocation import Pool, Work, allocate, least_loaded
+from connect_core.runtime.cluster.conf_policy import SparkConfPolicy, check_master
 from connect_core.runtime.cluster.spark_connect import ConnectUrl, is_connect_master, pool_kind, public_master
+from connect_core.runtime.security.urls import mask_url_credentials
+from connect_core.runtime.settings import Settings
 from connect_core.runtime.store.db import CONFLICT, check_storable, store_fault
 from connect_core.runtime.store.models import (
     AssignmentRow,
@@ -41,7 +44,7 @@ from connect_core.runtime.store.models import (
 )
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
-__all__ = ["PoolInfo", "PoolStore", "RebalanceResult", "check_pool_name"]
+__all__ = ["PoolInfo", "PoolStore", "RebalanceResult", "check_pool_name", "public_probe"]
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 CONNECTOR_ITSELF = -1
@@ -74,11 +77,16 @@ class PoolInfo:
             "capacity": self.capacity,
             "conf": self.conf,
             "labels": self.labels,
-            "probe_url": self.probe_url,
+            "probe_url": mask_url_credentials(self.probe_url) if self.probe_url else None,
             "alive": self.alive,
             "seconds_since_heartbeat": round(self.seconds_since_heartbeat, 1),
-            "probe": self.probe,
+            "probe": public_probe(self.probe),
         }
+
+
+def public_probe(probe: Mapping[str, Any]) -> dict[str, Any]:
+    """What a probe saw, as it may be shown: credentials of the URLs in it masked."""
+    return {k: mask_url_credentials(v) if isinstance(v, str) else v for k, v in probe.items()}
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,14 @@ class RebalanceResult:
 
 
 class PoolStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, conf_policy: SparkConfPolicy | None = None) -> None:
+        """`conf_policy`: the Spark conf keys a pool may set (default: `CONNECT_POOL_CONF_ALLOWED_KEYS`'s)."""
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._conf_policy = conf_policy
+
+    @property
+    def conf_policy(self) -> SparkConfPolicy:
+        return self._conf_policy or SparkConfPolicy.from_settings(Settings())
 
     def add(
         self,
@@ -118,10 +132,16 @@ class PoolStore:
                 f"pool `{name}`: master is required (local[n], spark://host:port, yarn, k8s://…, or a Spark "
                 "Connect server sc://host:port)"
             )
+        check_master(master, f"pool `{name}`")
         if is_connect_master(master):
             ConnectUrl.parse(master)  # a clear error for a malformed sc:// URL
-        if probe_url is not None and not probe_url.startswith(("http://", "https://")):
-            raise ConfigError(f"pool `{name}`: probe URL must be http(s)://…, not `{probe_url}`")
+        self.conf_policy.check({str(k): str(v) for k, v in (conf or {}).items()}, f"pool `{name}`")
+        if probe_url is not None and (
+            not probe_url.startswith(("http://", "https://")) or any(c.isspace() for c in probe_url)
+        ):
+            raise ConfigError(
+                f"pool `{name}`: probe URL must be http(s)://… without blanks, not `{mask_url_credentials(probe_url)}`"
+            )
         values = {
             "master": master,
             "capacity": capacity,
@@ -147,7 +167,7 @@ class PoolStore:
 
     def record_probe(self, name: str, ok: bool, detail: Mapping[str, Any]) -> None:
         """What a probe saw; a successful probe is a heartbeat."""
-        values: dict[str, Any] = {"probe": {**detail, "ok": ok}}
+        values: dict[str, Any] = {"probe": {**public_probe(detail), "ok": ok}}  # display only: no credentials
         if ok:
             values["heartbeat_at"] = func.now()
         with self._sessions.begin() as s:

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from connect_core.runtime.airflow_client import AIRFLOW_POOL_PREFIX, AirflowClient, airflow_pool_for
+from connect_core.runtime.cluster.conf_policy import SparkConfPolicy, check_master
 from connect_core.runtime.cluster.liveness import probe_all, probe_one
 from connect_core.runtime.cluster.pools import PoolStore, RebalanceResult
+from connect_core.runtime.cluster.spark_connect import public_master
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import RetriableError
 
@@ -37,7 +39,10 @@ class Rebalancer:
     @classmethod
     def from_settings(cls, engine: Engine, settings: Settings) -> Rebalancer:
         return cls(
-            PoolStore(engine), settings.rebalance_strategy, settings.heartbeat_timeout, settings.rebalance_max_delay
+            PoolStore(engine, SparkConfPolicy.from_settings(settings)),
+            settings.rebalance_strategy,
+            settings.heartbeat_timeout,
+            settings.rebalance_max_delay,
         )
 
     def check(self) -> str | None:
@@ -65,7 +70,7 @@ def sync_airflow_pools(pools: PoolStore, client: AirflowClient | None) -> str | 
         wanted = {airflow_pool_for(p.name): p for p in pools.list(heartbeat_timeout=0)}
         for name, pool in wanted.items():
             if existing.get(name) != pool.capacity:
-                client.put_pool(name, pool.capacity, f"Spark pool {pool.name} ({pool.master})")
+                client.put_pool(name, pool.capacity, f"Spark pool {pool.name} ({public_master(pool.master)})")
         for name in existing:
             if name.startswith(AIRFLOW_POOL_PREFIX) and name not in wanted:
                 client.delete_pool(name)
@@ -87,7 +92,7 @@ class Placement:
 
 def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> Placement:
     """The task's current pool; a task without an assignment (a new connector) triggers a rebalance."""
-    pools = PoolStore(engine)
+    pools = PoolStore(engine, SparkConfPolicy.from_settings(settings))
     at = pools.placement(connector, task_id)
     if at is None:
         Rebalancer.from_settings(engine, settings).rebalance(connectors=[connector])
@@ -103,4 +108,8 @@ def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> P
             f"{info.seconds_since_heartbeat:.0f} s; the rebalance moves its work once it is "
             f"{settings.heartbeat_timeout + settings.rebalance_max_delay:.0f} s silent"
         )
-    return Placement(info.name, info.master, {str(k): str(v) for k, v in info.conf.items()}, at[1])
+    # A pool stored before today's rules: a master that is no spark-submit argument fails the run,
+    # conf keys now refused are dropped (named in a warning); neither reaches the JVM.
+    check_master(info.master, f"Spark pool `{info.name}`")
+    conf = SparkConfPolicy.from_settings(settings).sanitized(info.conf, f"Spark pool `{info.name}`")
+    return Placement(info.name, info.master, conf, at[1])

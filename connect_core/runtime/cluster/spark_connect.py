@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from connect_core.runtime.security.urls import mask_url_credentials
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["ConnectUrl", "is_connect_master", "pool_kind", "public_master", "reachable", "token_of"]
@@ -32,8 +33,10 @@ def pool_kind(master: str) -> str:
 
 
 def public_master(master: str) -> str:
-    """The master as it may be shown: a Spark Connect URL's token masked."""
-    return _TOKEN.sub(r"\1****", master) if is_connect_master(master) else master
+    """The master as it may be shown: a Spark Connect URL's token and any URL's password masked
+    (`spark://u:***@host:7077`, `k8s://https://u:***@host`)."""
+    shown = mask_url_credentials(master)
+    return _TOKEN.sub(r"\1****", shown) if is_connect_master(shown) else shown
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connect_core.runtime.cluster.conf_policy import ENFORCED_CONF, SparkConfPolicy, check_master
 from connect_core.runtime.cluster.spark_connect import is_connect_master, token_of
 from connect_core.runtime.execution.jvm_archive import driver_java_options
 from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF, spark_env, spark_submit_path
 from connect_core.runtime.security import is_secret_key, mask_text, masker
+from connect_core.runtime.security.urls import mask_url_credentials
 from connect_core.runtime.settings import Settings
+from connect_core.sdk.errors import ConfigError
 
 if TYPE_CHECKING:
     from connect_core.runtime.cluster.rebalancer import Placement
@@ -38,6 +41,7 @@ __all__ = [
     "RESULT_PREFIX",
     "RUNNER_MAIN",
     "SubmitResult",
+    "checked_jars",
     "connect_client_command",
     "exit_code",
     "merge_spark_conf",
@@ -83,15 +87,47 @@ class SubmitResult:
 
 
 def spark_conf(conf: Mapping[str, str] | None = None, settings: Settings | None = None) -> dict[str, str]:
-    """Spark settings of every runner: no UI, UTC, and a driver bound to loopback unless overridden;
-    with `settings`, the driver JVM also starts from the class-data archive if there is one
-    (`jvm_archive`), before any `spark.driver.extraJavaOptions` of `conf`."""
-    merged = {**BASE_SPARK_CONF, **(conf or {})}
+    """The Spark settings of a run, in the order they win: every runner's (`BASE_SPARK_CONF`: no UI,
+    UTC, a driver bound to loopback), then `conf` (a pool's and its connectors') as far as the pool
+    conf policy allows (`conf_policy`, extended by `settings`; refused keys dropped, named in a
+    warning), then with `settings` the driver's class-data archive (`jvm_archive`), and last the
+    runtime's safety settings (`ENFORCED_CONF`), which nothing overrides.
+
+    `spark.jars` is the one key beyond the policy: connectors name their JDBC drivers with it
+    (`Connector.spark_conf`); only local `.jar` paths pass (`checked_jars`)."""
+    policy = SparkConfPolicy.from_settings(settings) if settings is not None else SparkConfPolicy()
     archive = driver_java_options(settings) if settings is not None else None
+    ours = {**BASE_SPARK_CONF, **({"spark.driver.extraJavaOptions": archive} if archive else {})}
+    # what this function added before (a conf built once, then merged again): not the caller's
+    given = {str(k): str(v) for k, v in (conf or {}).items() if ours.get(str(k)) != str(v)}
+    jars = given.pop("spark.jars", "")
+    merged = {**BASE_SPARK_CONF, **policy.sanitized(given, "the run's Spark conf")}
+    if jars.strip():
+        merged["spark.jars"] = checked_jars(jars)
     if archive:
-        key = "spark.driver.extraJavaOptions"
-        merged[key] = f"{archive} {merged[key]}" if merged.get(key) else archive
-    return merged
+        merged["spark.driver.extraJavaOptions"] = archive
+    return {**merged, **ENFORCED_CONF}
+
+
+def checked_jars(jars: str) -> str:
+    """`spark.jars` of a connector: comma-separated absolute local paths of `.jar` files (no URL Spark
+    would download, no blank or control character), else a ConfigError naming what is refused."""
+    entries = [j.strip() for j in jars.split(",") if j.strip()]
+    bad = [
+        j
+        for j in entries
+        if not j.startswith(("/", "file:/", "local:/"))
+        or not j.endswith(".jar")
+        or any(c.isspace() or not c.isprintable() for c in j)
+        or len(j) > 1024
+    ]
+    if bad:
+        shown = ", ".join(f"`{mask_url_credentials(b[:200])}`" for b in bad)
+        raise ConfigError(
+            f"`spark.jars` may list only absolute local paths of .jar files, not {shown} "
+            "(a connector's `connection.jar`: put the driver jar on the machine and name its path)"
+        )
+    return ",".join(entries)
 
 
 def merge_spark_conf(*confs: Mapping[str, str]) -> dict[str, str]:
@@ -202,6 +238,7 @@ def spark_submit_command(
 
     Settings whose key looks secret are left out of the arguments: pass `secret_args` (from
     `secret_properties` of the second half of `split_secret_conf`) to load them from a file."""
+    check_master(master, "spark-submit")  # an argument: never one that starts with `-` or holds a blank
     cmd = [spark_submit_path(settings), "--master", master]
     cmd += ["--name", f"connect:{connector}:task-{task_id}" + (f"+{len(more)}" if more else "")]
     public, _ = split_secret_conf(spark_conf(conf, settings))
