@@ -9,15 +9,18 @@ timestamp, tombstone flag, topic (and a sink's partition and offset) only if the
 them, by `*` or by name (`SELECT *, upper(name) AS shout FROM __THIS__`). Parts it leaves out are
 null afterwards; without `__topic` a record goes to the connector's topic.
 
-The query is Spark SQL run with the worker's rights: it is refused if it calls Java methods
-(`reflect`, `java_method`) or reads files by path (``parquet.`/some/path` ``). Config validation
-cannot parse it without Spark: it checks that it is a query (SELECT or WITH) naming `__THIS__`; a
-query Spark cannot run fails the batch.
+The query is Spark SQL run with the worker's rights, so it must be a pure query over `__THIS__`:
+at create, and again before every run, it is parsed and walked node by node against allow-lists
+(`_sqlcheck`; the functions in `_sqlfunctions`); where it runs on a classic session its analysed
+plan is walked too, before anything executes (`_sqlplan`). Commands, writes, files, tables, Java
+calls, scripts and UDFs are refused, with the part that was. On Spark Connect (no JVM here) the
+parse is the check, and the session must read no file by its path (`spark.sql.runSQLOnFiles=false`).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import Field, field_validator
@@ -25,41 +28,16 @@ from pydantic import Field, field_validator
 from connect_core.sdk import is_connect
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.transforms import Transformation, TransformConfig
+from connect_core.transforms._sqlcheck import BATCH, RefusedQuery, check_query
+from connect_core.transforms._sqlplan import check_analysed_plan
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["SqlTransform"]
 
-_THIS = re.compile(r"\b__THIS__\b")
-_QUERY = re.compile(r"\s*(?:\(\s*)*(?:SELECT|WITH)\b", re.IGNORECASE)
-#: What a query over the batch has no need of (a best effort: Spark's `spark.sql.runSQLOnFiles=false`
-#: is what closes file reads for good): calls into the JVM, relations reading a file by its path
-#: (``csv.`/etc/x` ``, `` parquet.`data.parquet` ``) and identifiers built from strings.
-_FORBIDDEN = (
-    (re.compile(r"\b(?:try_)?reflect\s*\(|\bjava_method\s*\(", re.IGNORECASE), "calls Java methods"),
-    (
-        re.compile(r"\b(?:parquet|csv|json|orc|text|avro|binaryfile|xml|delta|jdbc)\s*\.\s*`", re.IGNORECASE),
-        "reads a file by its path",
-    ),
-    (re.compile(r"\bidentifier\s*\(", re.IGNORECASE), "builds an identifier from a string (IDENTIFIER)"),
-)
-_QUOTED = re.compile(r"`((?:[^`]|``)*)`")
-#: How an analysed plan prints a call through reflection (`CallMethodViaReflection`).
-_CALLS_JAVA = re.compile(r"\b(?:try_)?(?:reflect|java_method)\(", re.IGNORECASE)
-#: The analysed plan's section of an extended EXPLAIN (Spark Connect's only view of it).
-_ANALYSED = re.compile(r"== Analyzed Logical Plan ==\n(.*?)\n== Optimized Logical Plan ==", re.DOTALL)
-
-
-def _refused(query: str) -> str | None:
-    """What the query does that it may not, or None."""
-    for pattern, what in _FORBIDDEN:
-        if pattern.search(query):
-            return what
-    if any(re.search(r"[/\\]", name) for name in _QUOTED.findall(query)):
-        return "reads a file by its path"
-    return None
+_THIS = re.compile(rf"\b{BATCH}\b")
 
 
 class SqlTransformConfig(TransformConfig):
@@ -74,36 +52,28 @@ class SqlTransformConfig(TransformConfig):
     @field_validator("query")
     @classmethod
     def _query(cls, value: str) -> str:
-        if not _QUERY.match(value):
-            raise ValueError("must be a query: start with SELECT or WITH")
-        if not _THIS.search(value):
-            raise ValueError("must read the batch as `__THIS__` (e.g. `SELECT * FROM __THIS__`)")
-        refused = _refused(value)
-        if refused:
-            raise ValueError(f"is refused: it {refused}")
+        check_query(value)  # a RefusedQuery is a ValueError: the 400 lists it under `query`
         return value
 
 
-def _analysed_plan(df: DataFrame) -> str:
-    """The text of `df`'s analysed logical plan: from the JVM on a classic session; on Spark Connect
-    (no JVM here), the server's extended EXPLAIN, whose section of that name is the same text.
+def _checked(query: str) -> None:
+    """The parse check before a run: a stored config may predate it."""
+    try:
+        check_query(query)
+    except RefusedQuery as exc:
+        raise ConfigError(f"the SQL transform's query {exc}", {"query": [str(exc)]}) from exc
 
-    On Spark Connect the session's SQL settings are the server's defaults unless the client set them
-    (the runner sets `spark.sql.runSQLOnFiles=false` on every run's session): a session that would
-    let the query read files by their path is refused here rather than trusted."""
-    spark = df.sparkSession
-    if not is_connect(spark):
-        return str(df._jdf.queryExecution().analyzed().toString())
+
+def _files_off(spark: SparkSession) -> None:
+    """On Spark Connect the session's SQL settings are the server's defaults unless the client set
+    them (the runner sets `spark.sql.runSQLOnFiles=false` on every run's session): a session that
+    would let the query read files by their path is refused rather than trusted."""
     if str(spark.conf.get("spark.sql.runSQLOnFiles")).lower() != "false":
         raise ConfigError(
             "the SQL transform runs only where SQL cannot read files by their path: set "
             "`spark.sql.runSQLOnFiles=false` on the Spark Connect session (every runner's session has it)",
             {"query": ["would run where SQL reads files by their path"]},
         )
-    explained: Any = df
-    text = str(explained._explain_string(mode="extended"))
-    found = _ANALYSED.search(text)
-    return found.group(1) if found else text  # unknown layout: the whole text, every plan in it
 
 
 class SqlTransform(Transformation[SqlTransformConfig]):
@@ -112,20 +82,32 @@ class SqlTransform(Transformation[SqlTransformConfig]):
     doc = "Run a Spark SQL query over each batch (`__THIS__`), as SeaTunnel's SQL transform."
 
     def spark_frame(self, df: DataFrame) -> DataFrame:
-        # `sql` with a DataFrame argument: Spark names the batch for this one query only (a temporary
-        # view it drops once the query is analysed, or a plan reference on Spark Connect); braces of
-        # the query itself are doubled so that only `{this}` is a placeholder
-        query = self.config.query.replace("{", "{{").replace("}", "}}")
-        out = df.sparkSession.sql(_THIS.sub("{this}", query), this=df)
-        # The text check at create is a best effort (a function name can be quoted, `reflect`(…)); the
-        # analysed plan names what the query really calls. (File reads are off in every runner's
-        # session: `spark.sql.runSQLOnFiles=false`.)
-        if _CALLS_JAVA.search(_analysed_plan(out)):
-            raise ConfigError(
-                "the SQL transform's query calls Java methods (reflect/java_method): refused",
-                {"query": ["calls Java methods"]},
-            )
-        return out
+        _checked(self.config.query)  # before Spark sees the text: a command runs as it is parsed
+        spark = df.sparkSession
+        if is_connect(spark):
+            _files_off(spark)
+            # `sql` with a DataFrame argument: the server names the batch for this query only; braces
+            # of the query itself are doubled so that only `{this}` is a placeholder
+            query = self.config.query.replace("{", "{{").replace("}", "}}")
+            return spark.sql(_THIS.sub("{this}", query), this=df)
+        return self._classic_frame(spark, df)
+
+    def _classic_frame(self, spark: SparkSession, df: DataFrame) -> DataFrame:
+        """The query on a classic session: the batch as a temporary view of its own name, the plan
+        analysed (not executed) and walked, and only then the DataFrame made."""
+        view = f"_connect_batch_{uuid.uuid4().hex}"
+        text = _THIS.sub(view, self.config.query)
+        df.createOrReplaceTempView(view)
+        try:
+            jspark = spark._jsparkSession
+            parsed = jspark.sessionState().sqlParser().parsePlan(text)
+            jvm: Any = spark._jvm
+            skip = jvm.org.apache.spark.sql.execution.CommandExecutionMode.SKIP()
+            analysed = jspark.sessionState().executePlan(parsed, skip).analyzed()
+            check_analysed_plan(spark, analysed, view)
+            return spark.sql(text)  # analysed here, while the view exists
+        finally:
+            spark.catalog.dropTempView(view)
 
     def spark(self, df: DataFrame) -> dict[str, Column]:
         self._whole_batch()

@@ -211,13 +211,14 @@ def test_a_sql_transform_runs_and_stays_confined(
     assert done.state == "SUCCEEDED", done.message
     assert sink.read_text() == '{"line":"alpha","shout":"ALPHA"}\n{"line":"beta","shout":"BETA"}\n'
 
-    # A quoted `reflect` passes the text check at create; the analysed plan (on Spark Connect, the
-    # server's EXPLAIN) refuses it, as on a classic session.
-    from connect_core.transforms.sql import SqlTransform
+    # A quoted `reflect` stored before the query check existed is refused before Spark Connect sees it.
+    from connect_core.transforms.sql import SqlTransform, SqlTransformConfig
     from tests.transforms.conftest import chain, make
 
-    quoted = make(
-        SqlTransform, query="SELECT `reflect`('java.lang.System', 'getProperty', 'user.home') AS h FROM __THIS__"
+    quoted = SqlTransform(
+        SqlTransformConfig.model_construct(
+            query="SELECT `reflect`('java.lang.System', 'getProperty', 'user.home') AS h FROM __THIS__"
+        )
     )
     with pytest.raises(TransformError, match="calls Java methods") as refused:
         chain(quoted).spark(client.createDataFrame([(1,)], "id long"), "t")
@@ -244,21 +245,27 @@ def test_a_quoted_reflect_call_fails_the_run_and_commits_nothing(
 ) -> None:
     source, sink = file_pair(runtime, tmp_path)
     source.write_text("alpha\n")
-    runtime.update_connector(
+    # stored as before the query check existed (create refuses it now): straight into the store
+    bad = {
+        "transforms": "q",
+        "transforms.q.type": "SqlTransform",
+        "transforms.q.query": "SELECT `reflect`('java.lang.System', 'getProperty', 'user.home') AS line FROM __THIS__",
+    }
+    info = runtime.connectors.get("fileSinkConnector")
+    runtime.connectors.modify_config(
         "fileSinkConnector",
-        {
-            **runtime.connectors.get("fileSinkConnector").config,
-            "transforms": "q",
-            "transforms.q.type": "SqlTransform",
-            "transforms.q.query": "SELECT `reflect`('java.lang.System', 'getProperty', 'user.home') AS line FROM __THIS__",
+        lambda current: {
+            "connector_class": info.connector_class,
+            "type": info.type,
+            "config": {**current, **bad},
+            "task_configs": [{**t, **bad} for t in info.tasks],
         },
     )
     assert connect_runner.run("fileSourceConnector", 0).state == "SUCCEEDED"
     failed = connect_runner.run("fileSinkConnector", 0)
-    assert (failed.state, failed.error_kind) == ("FAILED", "data")  # a transform's failure, as on classic
-    assert failed.message.endswith(
-        "ConfigError: the SQL transform's query calls Java methods (reflect/java_method): refused"
-    )
+    # the stored config is validated again where the task runs: a config error, never retried
+    assert (failed.state, failed.error_kind) == ("FAILED", "config")
+    assert "`reflect` (calls Java methods) is not an allowed function" in failed.message, failed.message
     # only the sink's baseline, committed before any write (as on classic)
     assert {c.offset for c in runtime.connectors.sink_offsets("fileSinkConnector").values()} <= {0}
     assert not sink.exists() or sink.read_text() == ""
