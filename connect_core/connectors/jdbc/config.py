@@ -45,7 +45,11 @@ class JdbcConnectionConfig(ConnectorConfig):
     connection_jar: str | None = Field(
         default=None,
         alias="connection.jar",
-        description="JDBC driver jar(s), comma-separated; default: Debian's /usr/share/java/{postgresql,mariadb-java-client}.jar.",
+        description=(
+            "Path of the JDBC driver jar, one file under the worker setting `jdbc_driver_paths` (default "
+            "/usr/share/java) and outside `file.allowed.paths`; default: Debian's "
+            "/usr/share/java/{postgresql,mariadb-java-client}.jar."
+        ),
     )
     fetch_size: int = Field(default=10_000, alias="fetch.size", ge=1, description="Rows per JDBC round trip.")
 

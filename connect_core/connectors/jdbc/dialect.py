@@ -62,11 +62,6 @@ class Dialect:
         q = self.quote_char
         return ".".join(f"{q}{p}{q}" for p in parts)
 
-    def jars(self, configured: str | None) -> list[str]:
-        if configured:
-            return [j.strip() for j in configured.split(",") if j.strip()]
-        return [j for j in self.default_jars if Path(j).exists()] or list(self.default_jars[:1])
-
     def _server(self, user: str | None, password: str | None) -> tuple[Any, str | None, str | None]:
         """The URL's parts, and the login: the config's user/password, else the URL's `?user=&password=`."""
         parts = urlsplit("//" + self.url.split("://", 1)[1])
@@ -146,8 +141,16 @@ def lineage_datasets(url: str, tables: list[str]) -> list[LineageDataset]:
 
 
 def driver_jars(url: str, configured: str | None) -> list[str]:
-    """The JDBC driver jars a run needs: the URL's driver's, or, while the URL is a config provider's
-    placeholder (resolved only where the task runs), both built-in drivers'."""
-    if is_placeholder(url):
-        return dialect_for("jdbc:postgresql:").jars(configured) + dialect_for("jdbc:mariadb:").jars(configured)
-    return dialect_for(url).jars(configured)
+    """The JDBC driver jars a run needs: `configured` (a checked real path), else the URL's driver's, or,
+    while the URL is a config provider's placeholder (resolved only where the task runs), both built-in
+    drivers'."""
+    if configured:
+        return [configured]
+    if is_placeholder(url):  # (no `dialect_for` of a hostless URL: `_url` refuses it)
+        return _installed(_POSTGRES_JARS) + _installed(_MARIADB_JARS)
+    return _installed(dialect_for(url).default_jars)
+
+
+def _installed(jars: tuple[str, ...]) -> list[str]:
+    """The built-in driver's jars found on this machine (none: the first, for a clear error from Spark)."""
+    return [j for j in jars if Path(j).exists()] or list(jars[:1])

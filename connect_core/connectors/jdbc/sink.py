@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.jdbc import _pgcopy, _staging, _tolerant
+from connect_core.connectors.jdbc._driver_jar import DriverJars
 from connect_core.connectors.jdbc._mariadb_target import MariaDbTarget
 from connect_core.connectors.jdbc._mariadb_target import alter_offsets as mariadb_alter_offsets
 from connect_core.connectors.jdbc._staging import (
@@ -739,6 +740,10 @@ class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):
 
     config_model = JdbcSinkConfig
     task_class = JdbcSinkTask
+
+    def validate(self, config: JdbcSinkConfig) -> dict[str, list[str]]:
+        # The sink loads no jar today; its `connection.jar` is held to the source's rule all the same.
+        return {**super().validate(config), **DriverJars.from_env().problems(config.connection_jar)}
 
     def lineage(self, config: JdbcSinkConfig) -> list[LineageDataset]:
         """The tables `table.name.format` names for the topics; unknown when a transform (a router)
