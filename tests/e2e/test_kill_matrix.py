@@ -63,6 +63,7 @@ def test_every_fault_point_loses_and_duplicates_nothing(
     tmp_path: Path,
     spark: Any,
 ) -> None:
+    assert {point for points in CI_POINTS.values() for point in points} == set(POINTS)  # each point in CI
     runner = make_runner(matrix_runtime, spark)
     in_process = threading.Lock()  # one shared SparkSession: reruns take turns
 
