@@ -9,6 +9,7 @@ both dialects (Kafka's body here, RocketMQ's envelope in `rocketmq.py`):
   server's address);
 * a concurrent change that won (deadlock, lock timeout, unique key): 409, as Kafka Connect
   answers during a rebalance;
+* input nested past what a recursive parser follows (RecursionError): 400, logged as one line;
 * anything else: 500 with a generic message and an id that is in the server log with the
   traceback. Exception text is never echoed: it can hold SQL, values and secrets.
 """
@@ -80,6 +81,11 @@ def answer_for(exc: BaseException) -> ErrorAnswer:
         return _with_retry(ErrorAnswer(status, message))
     if isinstance(exc, RetriableError):
         return _with_retry(ErrorAnswer(503, mask_text(str(exc))))
+    if isinstance(exc, RecursionError):
+        # Input nested past what a recursive parser can follow (a config value the edge limits let
+        # through): the caller's to fix. One line: its traceback would run to thousands.
+        log.warning("a request nested too deeply to process: %s", type(exc).__name__)
+        return ErrorAnswer(400, "The request is nested too deeply to process: simplify it (fewer nested levels).")
     error_id = uuid.uuid4().hex[:12]
     log.error("unexpected error %s in the REST API", error_id, exc_info=exc)
     return ErrorAnswer(500, f"Internal server error (id `{error_id}`); the server log has the details.")
@@ -144,6 +150,8 @@ def install_error_handlers(app: FastAPI) -> None:
     # middleware, which logs a traceback per request (every request, while the store is down).
     app.add_exception_handler(SQLAlchemyError, store_error)
     app.add_exception_handler(psycopg2.Error, store_error)
+    # Likewise a RecursionError: a 400 (`answer_for`), with no traceback logged by the middleware.
+    app.add_exception_handler(RecursionError, store_error)
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:

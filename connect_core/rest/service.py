@@ -34,7 +34,7 @@ from connect_core.runtime.store.connectors import (
 )
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.validation import config_infos, transform_definitions
-from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
+from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 from connect_core.sdk.records import SourcePosition, TopicPartition
 
 __all__ = ["ApplyAction", "ConnectService", "NotStoppedError", "expand_kinds", "expanded_dict", "server_info"]
@@ -43,6 +43,8 @@ WORKER_ID = "connect-core"
 #: Kafka's bounds of a topic partition (int32) and an offset (int64), which the store's columns share.
 _MAX_PARTITION = 2**31 - 1
 _MAX_OFFSET = 2**63 - 1
+#: Rounds of replace-then-create a PUT makes while concurrent creates and deletes of its name race it.
+_PUT_ATTEMPTS = 5
 
 
 def server_info() -> dict[str, Any]:
@@ -325,9 +327,10 @@ class ConnectService:
                 {"initial_state": [f"must be one of {', '.join(TARGET_STATES)}"]},
             )
         _check_input(name, config)
-        self.rt.create_connector(name, config, target_state=initial_state)
+        created = self.rt.create_connector(name, config, target_state=initial_state)
         self._changed()
-        return self.info(name)
+        # The create's own result: a read after it could meet a concurrent delete and say 404.
+        return _info_of(created)
 
     def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
         """Create or replace; returns (created, info).
@@ -336,14 +339,21 @@ class ConnectService:
         replaces what that one created, as a PUT does: concurrent PUTs never answer 409.
         """
         _check_input(name, config)
-        try:
-            return False, self._replace(name, config)
-        except NotFoundError:
-            pass
-        try:
-            return True, self.create(name, config)
-        except ConnectorExistsError:
-            return False, self._replace(name, config)
+        # Each answer comes from its own write: a replace that finds none creates, a create that
+        # finds one replaces. Racing deletes and creates can turn each into the other a few times.
+        for _attempt in range(_PUT_ATTEMPTS):
+            try:
+                return False, self._replace(name, config)
+            except NotFoundError:
+                pass
+            try:
+                return True, self.create(name, config)
+            except ConnectorExistsError:
+                continue
+        raise ConflictError(
+            f"connector `{name}` was created and deleted concurrently {_PUT_ATTEMPTS} times while this PUT "
+            "ran: read its current state and retry"
+        )
 
     def apply(
         self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = "RUNNING"
@@ -426,9 +436,9 @@ class ConnectService:
         return "updated"
 
     def _replace(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
-        self.rt.update_connector(name, config)
+        replaced = self.rt.update_connector(name, config)
         self._changed()
-        return self.info(name)
+        return _info_of(replaced)
 
     def patch_config(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """Kafka's PATCH: keys with null values are removed, others set.
@@ -447,10 +457,10 @@ class ConnectService:
             # The runtime's own validation (as create and PUT): one definition of a valid config.
             return self.rt.validated(name, current)
 
-        self.rt.connectors.modify_config(name, patched)
+        patched_info = self.rt.connectors.modify_config(name, patched)
         self.rt.place_new_work(name)
         self._changed()
-        return self.info(name)
+        return _info_of(patched_info)
 
     def delete(self, name: str) -> None:
         self.rt.delete_connector(name)
@@ -733,6 +743,11 @@ def _info_dict(info: ConnectorOverview) -> dict[str, Any]:
         "tasks": [{"connector": info.name, "task": i} for i in range(info.task_count)],
         "type": info.type,
     }
+
+
+def _info_of(info: ConnectorInfo) -> dict[str, Any]:
+    """Kafka's connector info of a connector as a write of it returned it."""
+    return _info_dict(ConnectorOverview(info.name, info.type, info.config, len(info.tasks)))
 
 
 def _status_dict(st: ConnectorStatus) -> dict[str, Any]:

@@ -19,10 +19,10 @@ from connect_core.runtime.security.limits import ShapeError, check_json_shape
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.store import migrate
-from connect_core.runtime.store.connectors import ConnectorInfo, ConnectorStore
+from connect_core.runtime.store.connectors import ConnectorInfo, ConnectorStore, Page
 from connect_core.runtime.store.db import database_url, make_engine, masked_url
 from connect_core.runtime.topics.store import TopicStore
-from connect_core.runtime.validation import validate_connector
+from connect_core.runtime.validation import claim_conflicts, validate_connector
 from connect_core.sdk.errors import ConfigError, RetriableError
 from connect_core.sdk.records import TopicPartition
 
@@ -156,12 +156,20 @@ class Runtime:
         validated = validate_connector(
             name, config, self.registry, self.providers, AllowedPaths.from_settings(self.settings)
         )
+        conflicts = claim_conflicts(validated, self._stored_configs, self.registry)
+        if conflicts:
+            lines = [f"{key}: {problem}" for key, problems in sorted(conflicts.items()) for problem in problems]
+            raise ConfigError(f"Connector configuration for `{name}` is invalid: " + "; ".join(lines), conflicts)
         return {
             "connector_class": validated.plugin.name,
             "type": validated.plugin.type,
             "config": validated.config,
             "task_configs": validated.task_configs,
         }
+
+    def _stored_configs(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """Every stored connector's name and config, read in one query (for `claim_conflicts`)."""
+        return [(o.name, o.config) for o in self.connectors.listing(Page(), info=True).overviews.values()]
 
     def set_target_state(self, name: str, state: str) -> str | None:
         """Pause, resume or stop a connector; its DAG follows when Airflow is reachable.
@@ -193,12 +201,15 @@ def check_new_name(name: str) -> None:
     from connect_core.runtime.airflow_client import DAG_ID_CHARS, DAG_ID_MAX, DAG_PREFIX
 
     longest = DAG_ID_MAX - len(DAG_PREFIX)
-    if not isinstance(name, str) or not name or len(name) > longest or not set(name) <= DAG_ID_CHARS:
+    # `.` and `..` are path segments: `/connectors/..` is normalised away by clients (the CLI, curl),
+    # so such a connector could never be read or deleted again.
+    dots_only = isinstance(name, str) and name.strip(".") == ""
+    if not isinstance(name, str) or not name or dots_only or len(name) > longest or not set(name) <= DAG_ID_CHARS:
         shown = repr(name[:60] + ("…" if len(name) > 60 else "")) if isinstance(name, str) else type(name).__name__
         raise ConfigError(
             f"invalid connector name {shown}: a name becomes its Airflow DAG id `{DAG_PREFIX}<name>`, so it "
-            f"must be 1-{longest} characters, each an ASCII letter, digit, `.`, `_` or `-`",
-            {"name": [f"1-{longest} characters from [A-Za-z0-9._-]"]},
+            f"must be 1-{longest} characters, each an ASCII letter, digit, `.`, `_` or `-`, not only dots",
+            {"name": [f"1-{longest} characters from [A-Za-z0-9._-], not only dots"]},
         )
 
 

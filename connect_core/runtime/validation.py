@@ -7,7 +7,7 @@ error raised on create all say the same thing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.sdk.config import ConnectorConfig
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["ValidatedConnector", "config_infos", "transform_definitions", "validate_connector"]
+__all__ = ["ValidatedConnector", "claim_conflicts", "config_infos", "transform_definitions", "validate_connector"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,33 @@ def validate_connector(
     if not tasks:
         raise ConfigError(f"connector `{name}` produced no task configs; check its config")
     return ValidatedConnector(name, plugin, dict(config), model, tasks[: model.tasks_max])
+
+
+def claim_conflicts(
+    validated: ValidatedConnector,
+    others: Callable[[], Iterable[tuple[str, Mapping[str, Any]]]],
+    registry: PluginRegistry,
+) -> dict[str, list[str]]:
+    """What `validated` claims (`Connector.claims`) that another stored connector (`others()`: name and
+    config) claims too, by config key. The connector itself (an update) claims nothing against itself;
+    a stored config its plugin cannot read any more claims nothing."""
+    mine = validated.plugin.cls().claims(validated.name, validated.model)
+    if not mine:
+        return {}
+    errors: dict[str, list[str]] = {}
+    for other, config in others():
+        if other == validated.name:
+            continue
+        try:
+            plugin = registry.resolve(str(config.get("connector.class")))
+            theirs = plugin.cls().claims(other, plugin.cls.config_model.model_validate(dict(config)))
+        except Exception:
+            continue
+        for claim in mine.keys() & theirs.keys():
+            errors.setdefault(mine[claim], []).append(
+                f"{claim} is connector `{other}`'s: give this connector its own (or delete `{other}`)"
+            )
+    return errors
 
 
 def config_infos(

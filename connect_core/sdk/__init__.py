@@ -1,8 +1,18 @@
 """The connector SDK: everything a connector author imports, and nothing of the runtime."""
 
 from connect_core.sdk._paths import LocalPath
+from connect_core.sdk._regex import compile_user_regex
 from connect_core.sdk._spark import is_connect
-from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList, TopicName, TopicNames, split_list
+from connect_core.sdk.config import (
+    ConnectorConfig,
+    SinkConnectorConfig,
+    TopicList,
+    TopicName,
+    TopicNames,
+    check_topic_name,
+    check_topic_prefix,
+    split_list,
+)
 from connect_core.sdk.connector import (
     Connector,
     ConnectorType,
@@ -87,6 +97,9 @@ __all__ = [
     "TopicPartition",
     "TransformConfig",
     "Transformation",
+    "check_topic_name",
+    "check_topic_prefix",
+    "compile_user_regex",
     "is_connect",
     "keyed",
     "partition_key",

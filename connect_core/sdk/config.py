@@ -24,6 +24,7 @@ __all__ = [
     "TopicNames",
     "check_schedule",
     "check_topic_name",
+    "check_topic_prefix",
     "is_placeholder",
     "schedule_interval",
     "split_list",
@@ -66,11 +67,26 @@ def split_list(value: Any) -> Any:
 
 
 def check_topic_name(value: str) -> str:
-    """`value` if it is a legal topic name (Kafka's rule), else ValueError saying what is allowed."""
-    if not _TOPIC_NAME.fullmatch(value):
+    """`value` if it is a legal topic name (Kafka's rule), else ValueError saying what is allowed.
+
+    As Kafka's `Topic.validate`, `.` and `..` are refused too: a topic's name is a directory of its
+    storage path, where they would name the topics' parent (or the topic directory itself)."""
+    if not isinstance(value, str) or not _TOPIC_NAME.fullmatch(value) or value in (".", ".."):
+        shown = value if not isinstance(value, str) or len(value) <= 60 else value[:60] + "…"
+        raise ValueError(
+            f"invalid topic name {shown!r}: 1-249 characters, only ASCII letters, digits, `.`, `_` and `-`, "
+            "and not `.` or `..`"
+        )
+    return value
+
+
+def check_topic_prefix(value: str) -> str:
+    """`value` if it can begin a legal topic name (a prefix a connector adds a table's name to), else
+    ValueError: up to 248 of Kafka's topic characters (empty is allowed)."""
+    if (value and not _TOPIC_NAME.fullmatch(value)) or len(value) > 248:
         shown = value if len(value) <= 60 else value[:60] + "…"
         raise ValueError(
-            f"invalid topic name {shown!r}: 1-249 characters, only ASCII letters, digits, `.`, `_` and `-`"
+            f"invalid topic prefix {shown!r}: at most 248 characters, only ASCII letters, digits, `.`, `_` and `-`"
         )
     return value
 

@@ -86,6 +86,12 @@ class Connector(ABC, Generic[ConfigT]):
         """
         return {}
 
+    def claims(self, name: str, config: ConfigT) -> dict[str, str]:
+        """What outside the runtime connector `name` holds alone (a replication slot), each described
+        the same way whichever connector claims it, mapped to the config key it comes from. The runtime
+        refuses a create or update that claims what another stored connector claims."""
+        return {}
+
     @abstractmethod
     def task_configs(self, config: ConfigT, max_tasks: int) -> list[dict[str, Any]]:
         """Split the connector into at most `max_tasks` task configs (JSON-serialisable)."""

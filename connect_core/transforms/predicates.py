@@ -24,7 +24,7 @@ class TopicNameMatchesConfig(PredicateConfig):
     @field_validator("pattern")
     @classmethod
     def _pattern(cls, value: str) -> str:
-        java_regex(value)
+        java_regex(value, "pattern")
         return value
 
 
@@ -34,7 +34,7 @@ class TopicNameMatches(Predicate[TopicNameMatchesConfig]):
 
     def __init__(self, config: TopicNameMatchesConfig) -> None:
         super().__init__(config)
-        self._regex = java_regex(config.pattern)
+        self._regex = java_regex(config.pattern, "pattern")
 
     def spark(self, df: DataFrame) -> Column:
         from pyspark.sql import functions as F

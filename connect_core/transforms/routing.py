@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator, model_validator
 
+from connect_core.sdk._regex import MAX_PATTERN_LENGTH, compile_user_regex
 from connect_core.sdk.records import TOPIC_COLUMN
 from connect_core.sdk.transforms import TIMESTAMP_COLUMN, DataError, Transformation, TransformConfig, column
 from connect_core.transforms import _javatime
@@ -30,8 +31,11 @@ __all__ = ["RegexRouter", "TimestampRouter", "java_regex", "map_distinct_arrow"]
 # -- Java regular expressions -----------------------------------------------------
 
 
-def java_regex(pattern: str) -> re.Pattern[str]:
-    """`pattern` (Java syntax) compiled with Python's `re`; ValueError if Python cannot read it alike."""
+def java_regex(pattern: str, key: str = "regex") -> re.Pattern[str]:
+    """`pattern` (Java syntax) compiled with Python's `re`; ValueError naming `key` if Python cannot read
+    it alike, or if it is too long or nested too deep to compile safely (`compile_user_regex`)."""
+    if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
+        return compile_user_regex(pattern, key)  # raises, before the translation reads 1 MB
     out: list[str] = []
     i = 0
     while i < len(pattern):
@@ -45,14 +49,14 @@ def java_regex(pattern: str) -> re.Pattern[str]:
             out.append("(?P<")  # a named group
             i += 3
         elif pattern.startswith("(?P", i):
-            raise ValueError(f"invalid regex {pattern!r}: `(?P` is Python's syntax; Java names a group `(?<name>…)`")
+            shown = pattern if len(pattern) <= 60 else pattern[:60] + "…"
+            raise ValueError(
+                f"`{key}`: invalid regex {shown!r}: `(?P` is Python's syntax; Java names a group `(?<name>…)`"
+            )
         else:
             out.append(c)
             i += 1
-    try:
-        return re.compile("".join(out))
-    except re.error as exc:
-        raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
+    return compile_user_regex("".join(out), key)
 
 
 def full_match_spark(column: Column, pattern: str) -> Column:
@@ -134,12 +138,12 @@ class RegexRouterConfig(TransformConfig):
     @field_validator("regex")
     @classmethod
     def _regex(cls, value: str) -> str:
-        java_regex(value)
+        java_regex(value, "regex")
         return value
 
     @model_validator(mode="after")
     def _groups(self) -> RegexRouterConfig:
-        _replacement(self.replacement, java_regex(self.regex))
+        _replacement(self.replacement, java_regex(self.regex, "regex"))
         return self
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import re
 import zlib
 from typing import Literal
@@ -10,9 +12,15 @@ from pydantic import Field, field_validator
 
 from connect_core.sdk.config import ConnectorConfig, TopicList
 
-__all__ = ["CdcConfig", "MariaDbCdcConfig", "PostgresCdcConfig", "captured"]
+__all__ = ["CdcConfig", "MariaDbCdcConfig", "PostgresCdcConfig", "captured", "server_identity"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,62}")
+#: PostgreSQL's rule for a replication slot's name (`ReplicationSlotValidateName`): lower case only,
+#: so `Slot` and `slot` cannot name one slot two ways (the replication protocol folds an unquoted name).
+_SLOT = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: Before slot and publication names were derived from the connector's name, these were the defaults:
+#: a position committed then (without the names it refers to) still refers to them.
+LEGACY_SLOT, LEGACY_PUBLICATION = "debezium", "dbz_publication"
 
 
 class CdcConfig(ConnectorConfig):
@@ -57,6 +65,18 @@ class CdcConfig(ConnectorConfig):
         ge=100,
         description="How long a run waits for the server to stream the log it had at the run's start.",
     )
+    probe_timeout_ms: int = Field(
+        default=10_000,
+        alias="probe.timeout.ms",
+        ge=100,
+        le=60_000,
+        description="The whole time the check of the server at create / update may take (connect and "
+        "queries); a server that has not answered by then makes the config invalid.",
+    )
+
+    def server(self) -> str:
+        """`host:port`, as the connector reaches the server (for messages)."""
+        return f"{self.database_hostname}:{getattr(self, 'database_port', '?')}"
 
     @field_validator(
         "table_include_list", "table_exclude_list", "database_include_list", "database_exclude_list", check_fields=False
@@ -77,9 +97,17 @@ class PostgresCdcConfig(CdcConfig):
     plugin_name: Literal["pgoutput"] = Field(
         default="pgoutput", alias="plugin.name", description="Logical decoding plugin: pgoutput (built in)."
     )
-    slot_name: str = Field(default="debezium", alias="slot.name", description="The connector's replication slot.")
-    publication_name: str = Field(
-        default="dbz_publication", alias="publication.name", description="The publication the slot streams."
+    slot_name: str | None = Field(
+        default=None,
+        alias="slot.name",
+        description="The connector's replication slot, of no other connector (default: `connect_<connector "
+        "name>_<hash>`, derived from the connector's name).",
+    )
+    publication_name: str | None = Field(
+        default=None,
+        alias="publication.name",
+        description="The publication the slot streams; one the connector creates or alters is of no other "
+        "connector (default: derived from the connector's name, as the slot's).",
     )
     publication_autocreate_mode: Literal["all_tables", "filtered", "disabled"] = Field(
         default="filtered",
@@ -120,12 +148,31 @@ class PostgresCdcConfig(CdcConfig):
         "other tables wrote, at most this often (0: never), so the slot does not hold WAL without bound.",
     )
 
-    @field_validator("slot_name", "publication_name")
+    @field_validator("slot_name")
     @classmethod
-    def _identifier(cls, value: str) -> str:
-        if not _NAME.fullmatch(value):
+    def _slot_name(cls, value: str | None) -> str | None:
+        if value is not None and not _SLOT.fullmatch(value):
+            raise ValueError("1-63 lower-case letters, digits or `_`, not starting with a digit (PostgreSQL's rule)")
+        return value
+
+    @field_validator("publication_name")
+    @classmethod
+    def _identifier(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.fullmatch(value):
             raise ValueError("1-63 letters, digits, `_` or `$`, not starting with a digit")
         return value
+
+    def slot(self, connector: str) -> str:
+        """The slot connector `connector` streams from: `slot.name`, or one named after the connector."""
+        return self.slot_name or owned_name(connector)
+
+    def publication(self, connector: str) -> str:
+        """The publication connector `connector` streams: `publication.name`, or one named after it."""
+        return self.publication_name or owned_name(connector)
+
+    def database(self) -> str:
+        """The database, as one string whatever way the host is spelt (see `server_identity`)."""
+        return f"{server_identity(self.database_hostname, self.database_port)}/{self.database_dbname}"
 
 
 class MariaDbCdcConfig(CdcConfig):
@@ -153,6 +200,35 @@ class MariaDbCdcConfig(CdcConfig):
         if self.database_server_id is not None:
             return self.database_server_id
         return 5400 + zlib.crc32(self.topic_prefix.encode()) % 1000
+
+
+def owned_name(connector: str) -> str:
+    """A slot or publication name of connector `connector`'s own: `connect_`, the name in lower case
+    with anything but letters, digits and `_` as `_`, then a hash of the exact name (so `A` and `a`,
+    or `a.b` and `a_b`, differ): at most 63 characters, as PostgreSQL allows."""
+    digest = hashlib.sha256(connector.encode()).hexdigest()[:10]
+    readable = re.sub(r"[^a-z0-9_]", "_", connector.lower())[:42]
+    return f"connect_{readable}_{digest}"
+
+
+#: Names every host resolves to itself by: all of them are the machine the connector runs on.
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+
+
+def server_identity(host: str, port: int) -> str:
+    """`host:port` spelt one way: lower case, without a trailing dot or brackets, an IP address in its
+    canonical form and any loopback address or name as `localhost` (no DNS lookup: a name and the
+    address it resolves to are not recognised as one)."""
+    name = host.strip().lower().rstrip(".").removeprefix("[").removesuffix("]")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        name = "localhost" if name in _LOOPBACK_NAMES else name
+    else:
+        mapped = getattr(address, "ipv4_mapped", None)
+        address = mapped or address
+        name = "localhost" if address.is_loopback or address.is_unspecified else address.compressed
+    return f"{name}:{port}"
 
 
 def captured(name: str, include: list[str], exclude: list[str]) -> bool:

@@ -10,14 +10,14 @@ deleting sink can drop the key.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from connect_core.sdk import ArrowRecords
-from connect_core.sdk.errors import DataError
+from connect_core.sdk.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,6 +28,7 @@ __all__ = [
     "UNAVAILABLE",
     "ChangeTable",
     "arrow_type",
+    "check_topics",
     "from_text",
     "merged_columns",
     "records_of",
@@ -81,6 +82,24 @@ _ARROW = {
 def topic_for(prefix: str, schema: str, table: str) -> str:
     """A table's topic, `<prefix>.<schema>.<table>`, with what a topic name cannot hold as `_`."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", f"{prefix}.{schema}.{table}")[:249]
+
+
+def check_topics(prefix: str, tables: Iterable[tuple[str, str]]) -> None:
+    """ConfigError naming the tables when two of `(schema, table)` go to one topic (`a b` and `a_b`,
+    `"a.b".c` and `a."b.c"`, names alike for their first 249 characters): their events would be
+    merged into one topic, and the snapshot keep one table's rows of a key."""
+    seen: dict[str, str] = {}
+    clashes: list[str] = []
+    for schema, table in tables:
+        topic, qualified = topic_for(prefix, schema, table), f"{schema!r}.{table!r}"
+        other = seen.setdefault(topic, qualified)
+        if other != qualified:
+            clashes.append(f"tables {other} and {qualified} would both go to topic `{topic}`")
+    if clashes:
+        raise ConfigError(
+            "; ".join(clashes) + ": leave one out (table.exclude.list) or rename it",
+            {"table.include.list": clashes},
+        )
 
 
 def arrow_type(type_oid: int, typmod: int) -> pa.DataType:

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from connect_core.connectors.cdc.config import MariaDbCdcConfig, captured
-from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, topic_for
+from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, within
+from connect_core.connectors.cdc.config import MariaDbCdcConfig, captured, server_identity
+from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, check_topics, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
 
@@ -463,6 +464,7 @@ def _captured_tables(conn: Any, cfg: MariaDbCdcConfig) -> list[_Table]:
                 tuple(c[0] for c in columns if c[5] == "PRI"),
             )
         )
+    check_topics(cfg.topic_prefix, ((t.db, t.name) for t in tables))  # before anything is read
     if not tables:
         raise ConfigError(
             "no table matches database.include.list / table.include.list and their exclude lists",
@@ -596,11 +598,16 @@ def _settings(cfg: MariaDbCdcConfig) -> dict[str, Any]:
 
 
 @contextmanager
-def _connect(cfg: MariaDbCdcConfig, *, autocommit: bool = True) -> Iterator[Any]:
+def _connect(cfg: MariaDbCdcConfig, *, autocommit: bool = True, cut: Interrupts | None = None) -> Iterator[Any]:
+    """A connection; with `cut`, one whose every wait (the handshake's included: pymysql waits on it
+    without `read_timeout`) the deadline bounds, and that the deadline may cut."""
     import pymysql
 
     settings = _settings(cfg)
     settings["password"] = settings.pop("passwd", "")
+    if cut is not None:
+        wait = -(-cfg.probe_timeout_ms // 1000) + 1  # past the deadline, which always comes first
+        settings.update(connect_timeout=wait, read_timeout=wait, write_timeout=wait)
     try:
         conn = pymysql.connect(**settings, autocommit=autocommit, init_command="SET time_zone = '+00:00'")
     except pymysql.err.OperationalError as exc:
@@ -610,6 +617,8 @@ def _connect(cfg: MariaDbCdcConfig, *, autocommit: bool = True) -> Iterator[Any]
                 {"database.password": ["access denied"]},
             ) from exc
         raise RetriableError(f"cannot reach {cfg.database_hostname}:{cfg.database_port}: {exc.args[-1]}") from exc
+    if cut is not None:
+        cut.add(conn._sock.fileno())  # pymysql keeps its socket there; its read_timeout bounds the rest
     try:
         yield conn
     finally:
@@ -620,6 +629,20 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _probe(cfg: MariaDbCdcConfig, cut: Interrupts) -> dict[str, list[str]]:
+    """What the server lacks for this connector, by config key (empty: nothing)."""
+    with _connect(cfg, cut=cut) as conn:
+        problems = server_problems(conn)
+        if problems:
+            return {"database.hostname": problems}
+        try:
+            _captured_tables(conn, cfg)
+        except ConfigError as exc:
+            if exc.errors.get("table.include.list") != ["matches no table"]:
+                return dict(exc.errors)  # a topic collision; no table yet is fine: it may come
+    return {}
+
+
 class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
     """MariaDB's or MySQL's row changes (inserts, updates, deletes) from its binlog, as Debezium's events."""
 
@@ -628,15 +651,34 @@ class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
     version = VERSION
 
     def validate(self, config: MariaDbCdcConfig) -> dict[str, list[str]]:
-        """The server's binlog settings, checked when the connector is registered (as Debezium does)."""
+        """The server's binlog settings and captured tables, checked when the connector is registered
+        (as Debezium does), in `probe.timeout.ms` at most (connect and queries): a server that has not
+        answered by then makes the config invalid. Skipped while a connection setting is a provider's
+        placeholder (resolved only where the task runs)."""
+        values = (config.database_hostname, config.database_user, config.database_password)
+        if any(v is not None and "${" in v for v in values):
+            return {}
         try:
-            with _connect(config) as conn:
-                problems = server_problems(conn)
+            return within(config.probe_timeout_ms / 1000, lambda cut: _probe(config, cut), "mariadb-cdc-probe")
+        except ProbeTimeout:
+            return {
+                "database.hostname": [
+                    f"MariaDB at {config.server()} did not answer within {config.probe_timeout_ms} ms "
+                    "(probe.timeout.ms): is the host and port right, and the server up?"
+                ]
+            }
         except ConfigError as exc:
             return dict(exc.errors) if exc.errors else {"database.hostname": [str(exc)]}
         except RetriableError as exc:
             return {"database.hostname": [str(exc)]}
-        return {"database.hostname": problems} if problems else {}
+        except Exception as exc:  # a query the server refused: the config cannot work as it is
+            return {"database.hostname": [f"checking MariaDB at {config.server()}: {exc}"]}
+
+    def claims(self, name: str, config: MariaDbCdcConfig) -> dict[str, str]:
+        """The replica id the binlog client registers with: a server drops the older of two clients
+        that register with one id, so each connector reading a server needs its own."""
+        server = server_identity(config.database_hostname, config.database_port)
+        return {f"replica id {config.server_id()} of the MariaDB at {server}": "database.server.id"}
 
     def task_configs(self, config: MariaDbCdcConfig, max_tasks: int) -> list[dict[str, Any]]:
         return [config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})]  # one binlog

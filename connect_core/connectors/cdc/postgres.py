@@ -36,14 +36,15 @@ import itertools
 import logging
 import select
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc import pgbatch, pgoutput
-from connect_core.connectors.cdc.config import PostgresCdcConfig, captured
-from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, records_of, topic_for
+from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, within
+from connect_core.connectors.cdc.config import LEGACY_PUBLICATION, LEGACY_SLOT, PostgresCdcConfig, captured
+from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, check_topics, records_of, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
 
@@ -72,26 +73,54 @@ class _Table:
         return f"{self.schema}.{self.name}"
 
 
+@dataclass(frozen=True)
+class _Names:
+    """The slot and publication a run of the connector uses."""
+
+    slot: str
+    publication: str
+    derived: bool  # the slot is named after the connector (`slot.name` unset): no other may use it
+
+    @classmethod
+    def of(cls, cfg: PostgresCdcConfig, connector: str, committed: Mapping[str, Any] | None) -> _Names:
+        """The config's names, or for a position committed before positions recorded them, the
+        defaults of then. A position is of one slot: it never goes on in another."""
+        if committed is not None and "slot" not in committed:
+            return cls(cfg.slot_name or LEGACY_SLOT, cfg.publication_name or LEGACY_PUBLICATION, False)
+        names = cls(cfg.slot(connector), cfg.publication(connector), cfg.slot_name is None)
+        if committed is not None and committed["slot"] != names.slot:
+            raise FatalError(
+                f"the committed position is one of replication slot `{committed['slot']}`, not of "
+                f"`{names.slot}` (slot.name changed): a position goes on only in its own slot. Set slot.name "
+                "back, or start over: stop the connector, reset its offsets (`connect offsets reset NAME`), resume it"
+            )
+        return names
+
+    def recorded(self) -> dict[str, str]:
+        """What a committed position records of them."""
+        return {"slot": self.slot, "publication": self.publication}
+
+
 class PostgresCdcSourceTask(SourceTask):
     def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
         cfg = PostgresCdcConfig.model_validate(self.config)
         partition = {"server": cfg.topic_prefix}
         committed = positions.offset(partition)
+        names = _Names.of(cfg, self.context.connector, committed)
         with _connect(cfg) as conn:
             tables = _captured_tables(conn, cfg)
             partitions = _partitions(conn, tables)
-            _ensure_publication(conn, cfg, tables, bool(partitions))
-            slot = _slot(conn, cfg.slot_name)
+            _ensure_publication(conn, cfg, names.publication, tables, bool(partitions))
+            slot = _slot(conn, names.slot)
             if committed is None:
-                if slot is not None:  # left by a first run that never committed: start over
-                    self.log.warning("dropping slot `%s`, which no committed position refers to", cfg.slot_name)
-                    _drop_slot(conn, cfg.slot_name)
-                return self._first_run(spark, cfg, conn, tables, partition)
+                if slot is not None:
+                    self._left_slot(conn, names, slot)
+                return self._first_run(spark, cfg, names, tables, partition)
             if cfg.snapshot_mode == "initial_only":
                 return SourceBatch.empty()
             if slot is None:
                 raise FatalError(
-                    f"replication slot `{cfg.slot_name}` is gone (dropped, or invalidated by "
+                    f"replication slot `{names.slot}` is gone (dropped, or invalidated by "
                     "`max_slot_wal_keep_size`): the changes after the committed position "
                     f"{pgoutput.format_lsn(int(committed['lsn']))} are lost to it. To start over with a new snapshot: "
                     "stop the connector, reset its offsets (`connect offsets reset NAME`), resume it"
@@ -99,21 +128,21 @@ class PostgresCdcSourceTask(SourceTask):
             target = _current_lsn(conn)
             self.log.info(
                 "slot `%s` holds %s of WAL; streaming from %s to %s",
-                cfg.slot_name,
+                names.slot,
                 _bytes(slot["retained"]),
                 pgoutput.format_lsn(int(committed["lsn"])),
                 pgoutput.format_lsn(target),
             )
         # what the slot holds on the server, and how far the committed position is behind, at the start
         held = {
-            "slot": cfg.slot_name,
+            "slot": names.slot,
             "wal_retained_bytes": slot["retained"],
             "wal_behind_bytes": max(0, target - int(committed["lsn"])),
         }
-        stream = _Stream(cfg, {t.qualified: t for t in tables}, self.log, partitions)
+        stream = _Stream(cfg, names, {t.qualified: t for t in tables}, self.log, partitions)
         lsn = stream.read(int(committed["lsn"]), target)
         records = {topic: records_of(spark, table) for topic, table in stream.tables().items() if table.num_rows}
-        offset = {"lsn": lsn, "snapshot": "done"}
+        offset = {"lsn": lsn, "snapshot": "done", **names.recorded()}
         if not records and lsn != int(committed["lsn"]):
             # nothing captured changed, but the WAL moved on (other tables): advance past it
             # at most every heartbeat interval, so the slot does not hold that WAL for ever
@@ -142,8 +171,30 @@ class PostgresCdcSourceTask(SourceTask):
             self.log.info("cannot tell whether there is anything new (%s); running", exc)
             return None
 
+    def _left_slot(self, conn: Any, names: _Names, slot: dict[str, Any]) -> None:
+        """The slot exists, and no committed position of this connector refers to it. Dropped (to start
+        over) only when it is provably this connector's: named after it (no other connector may use
+        that name), left by a first run that never committed, and not streamed from right now.
+        Anything else may be another connector's, whose committed position refers to it: the run fails."""
+        if names.derived and not slot["active"]:
+            self.log.warning("dropping slot `%s`, left by a first run that did not commit", names.slot)
+            _drop_slot(conn, names.slot)
+            return
+        why = "is being streamed from" if slot["active"] else "exists"
+        raise FatalError(
+            f"replication slot `{names.slot}` {why}, and no committed position of this connector refers to "
+            "it: it may be another connector's, so it is neither used nor dropped. Give this connector a "
+            "slot of its own (`slot.name`, or none for one named after the connector); if the slot is a "
+            f"leftover nothing uses, drop it: SELECT pg_drop_replication_slot('{names.slot}')"
+        )
+
     def _first_run(
-        self, spark: SparkSession, cfg: PostgresCdcConfig, conn: Any, tables: list[_Table], partition: dict[str, str]
+        self,
+        spark: SparkSession,
+        cfg: PostgresCdcConfig,
+        names: _Names,
+        tables: list[_Table],
+        partition: dict[str, str],
     ) -> SourceBatch:
         """Create the slot; with a snapshot mode that copies, copy the tables under its snapshot."""
         copy = cfg.snapshot_mode in ("initial", "initial_only")
@@ -151,7 +202,7 @@ class PostgresCdcSourceTask(SourceTask):
         with _replication(cfg) as replication:
             cur = replication.cursor()
             cur.execute(
-                f"CREATE_REPLICATION_SLOT {cfg.slot_name}{' TEMPORARY' if temporary else ''} LOGICAL pgoutput "
+                f"CREATE_REPLICATION_SLOT {names.slot}{' TEMPORARY' if temporary else ''} LOGICAL pgoutput "
                 + ("EXPORT_SNAPSHOT" if copy else "NOEXPORT_SNAPSHOT")
             )
             _, consistent_point, snapshot, _ = cur.fetchone()
@@ -161,12 +212,12 @@ class PostgresCdcSourceTask(SourceTask):
                 records = _snapshot(spark, cfg, tables, snapshot, lsn, self.log)
         self.log.info(
             "slot `%s` created at %s; %d table(s) %s",
-            cfg.slot_name,
+            names.slot,
             consistent_point,
             len(tables),
             "copied" if copy else "not copied (snapshot.mode=" + cfg.snapshot_mode + ")",
         )
-        offset = {"lsn": lsn, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
+        offset = {"lsn": lsn, "snapshot": "done", "ts_ms": int(time.time() * 1000), **names.recorded()}
         return SourceBatch(records, (SourcePosition(partition, offset),))
 
 
@@ -175,9 +226,14 @@ class _Stream:
     (`pgbatch.RowChanges`), decoded in bulk at the end (`tables`)."""
 
     def __init__(
-        self, cfg: PostgresCdcConfig, by_name: dict[str, _Table], log: Any, partitions: dict[str, _Table] | None = None
+        self,
+        cfg: PostgresCdcConfig,
+        names: _Names,
+        by_name: dict[str, _Table],
+        log: Any,
+        partitions: dict[str, _Table] | None = None,
     ) -> None:
-        self.cfg, self.by_name, self.log = cfg, by_name, log
+        self.cfg, self.names, self.by_name, self.log = cfg, names, by_name, log
         self.partitions = partitions or {}  # a partition's `schema.name` → its captured partitioned table
         self._pieces: dict[str, list[pgbatch.RowChanges | pgbatch.Truncated]] = {}  # by topic
         self._tables: dict[str, _Table] = {}  # by topic
@@ -199,10 +255,10 @@ class _Stream:
         with _replication(cfg) as replication:
             cur = replication.cursor()
             cur.start_replication(
-                slot_name=cfg.slot_name,
+                slot_name=self.names.slot,
                 decode=False,
                 start_lsn=start,
-                options={"proto_version": "1", "publication_names": cfg.publication_name},
+                options={"proto_version": "1", "publication_names": self.names.publication},
             )
             cur.send_feedback(flush_lsn=start, force=True)  # the last run's commit: confirmed only now
             heard = time.monotonic()  # the last data message (or the start)
@@ -222,7 +278,7 @@ class _Stream:
                         if begin is None:
                             break
                         raise RetriableError(
-                            f"the server streamed no more of slot `{cfg.slot_name}` within "
+                            f"the server streamed no more of slot `{self.names.slot}` within "
                             f"{cfg.poll_timeout_ms} ms while a transaction was open (poll.timeout.ms)"
                         )
                     if not self._decode_some():  # the server has sent nothing yet: decode what it sent
@@ -448,6 +504,11 @@ def _dsn(cfg: PostgresCdcConfig) -> dict[str, Any]:
         "user": cfg.database_user,
         "dbname": cfg.database_dbname,
         "connect_timeout": 10,
+        # a server gone silent mid-query is noticed (no answer to keepalives) instead of waited on forever
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 10,
+        "keepalives_count": 3,
     }
     if cfg.database_password:
         dsn["password"] = cfg.database_password
@@ -455,15 +516,23 @@ def _dsn(cfg: PostgresCdcConfig) -> dict[str, Any]:
 
 
 @contextmanager
-def _connect(cfg: PostgresCdcConfig) -> Iterator[Any]:
+def _connect(cfg: PostgresCdcConfig, cut: Interrupts | None = None) -> Iterator[Any]:
+    """A connection; with `cut`, one a deadline may cut (libpq's own `connect_timeout` bounds the
+    connect, which has no socket to cut yet)."""
     import psycopg2
 
+    dsn = _dsn(cfg)
+    if cut is not None:
+        # past the deadline, so that the deadline (one message) always comes first; it ends the thread
+        dsn["connect_timeout"] = max(2, -(-cfg.probe_timeout_ms // 1000) + 1)  # libpq: 2 s at least
     try:
-        conn = psycopg2.connect(**_dsn(cfg), options=_SESSION)
+        conn = psycopg2.connect(**dsn, options=_SESSION)
     except psycopg2.OperationalError as exc:
         raise RetriableError(
             f"cannot reach PostgreSQL at {cfg.database_hostname}:{cfg.database_port}: {str(exc).strip()}"
         ) from exc
+    if cut is not None:
+        cut.add(conn.fileno())
     conn.autocommit = True
     try:
         yield conn
@@ -515,6 +584,7 @@ def _captured_tables(conn: Any, cfg: PostgresCdcConfig) -> list[_Table]:
             continue
         cols = tuple(pgoutput.Column(c, t, m, k) for c, t, m, k in columns)
         tables.append(_Table(schema, name, cols, tuple(c.name for c in cols if c.key)))
+    check_topics(cfg.topic_prefix, ((t.schema, t.name) for t in tables))  # before anything is read
     if not tables:
         raise ConfigError(
             f"no table of `{cfg.database_dbname}` matches table.include.list / table.exclude.list",
@@ -523,19 +593,21 @@ def _captured_tables(conn: Any, cfg: PostgresCdcConfig) -> list[_Table]:
     return tables
 
 
-def _ensure_publication(conn: Any, cfg: PostgresCdcConfig, tables: list[_Table], partitioned: bool) -> None:
+def _ensure_publication(
+    conn: Any, cfg: PostgresCdcConfig, publication: str, tables: list[_Table], partitioned: bool
+) -> None:
     """The connector's publication, created when missing. A partitioned table's changes must come
     under its own name, in one stream in commit order (`publish_via_partition_root`), not under each
     partition's: set on a publication the connector creates or manages, required of another."""
-    name = _quote(cfg.publication_name)
+    name = _quote(publication)
     with conn.cursor() as cur:
-        cur.execute("SELECT pubviaroot FROM pg_publication WHERE pubname = %s", (cfg.publication_name,))
+        cur.execute("SELECT pubviaroot FROM pg_publication WHERE pubname = %s", (publication,))
         found = cur.fetchone()
         if found:
             if partitioned and not found[0]:
                 if cfg.publication_autocreate_mode == "disabled":
                     raise ConfigError(
-                        f"publication `{cfg.publication_name}` publishes a partitioned table's changes under its "
+                        f"publication `{publication}` publishes a partitioned table's changes under its "
                         f"partitions' names: run `ALTER PUBLICATION {name} SET (publish_via_partition_root = true)`",
                         {"publication.name": ["needs publish_via_partition_root"]},
                     )
@@ -543,7 +615,7 @@ def _ensure_publication(conn: Any, cfg: PostgresCdcConfig, tables: list[_Table],
             return
         if cfg.publication_autocreate_mode == "disabled":
             raise ConfigError(
-                f"publication `{cfg.publication_name}` does not exist (publication.autocreate.mode=disabled): "
+                f"publication `{publication}` does not exist (publication.autocreate.mode=disabled): "
                 "create it, or let the connector do it",
                 {"publication.name": ["does not exist"]},
             )
@@ -575,17 +647,17 @@ def _partitions(conn: Any, tables: list[_Table]) -> dict[str, _Table]:
 def _slot(conn: Any, name: str) -> dict[str, Any] | None:
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT plugin, database, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) "
+            "SELECT plugin, database, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), active "
             "FROM pg_replication_slots WHERE slot_name = %s",
             (name,),
         )
         row = cur.fetchone()
     if row is None:
         return None
-    plugin, database, retained = row
+    plugin, database, retained, active = row
     if plugin != "pgoutput":
         raise ConfigError(f"slot `{name}` exists with plugin `{plugin}`, not pgoutput", {"slot.name": ["in use"]})
-    return {"database": database, "retained": int(retained or 0)}
+    return {"database": database, "retained": int(retained or 0), "active": bool(active)}
 
 
 def _drop_slot(conn: Any, name: str) -> None:
@@ -625,13 +697,85 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
     def output_topics(self, config: PostgresCdcConfig) -> list[str]:
         return []  # one per captured table, known only from the database
 
+    def validate(self, config: PostgresCdcConfig) -> dict[str, list[str]]:
+        """The server, checked when the connector is registered (as Debezium does): reachable within
+        `probe.timeout.ms` in all (connect and queries), `wal_level=logical`, and no two captured tables
+        going to one topic. Skipped while a connection setting is a provider's placeholder."""
+        if _placeholders(config):
+            return {}
+        try:
+            problems = within(config.probe_timeout_ms / 1000, lambda cut: _probe(config, cut), "pg-cdc-probe")
+        except ProbeTimeout:
+            return {"database.hostname": [_silent(config)]}
+        except ConfigError as exc:
+            return dict(exc.errors) if exc.errors else {"database.hostname": [str(exc)]}
+        except RetriableError as exc:
+            return {"database.hostname": [str(exc)]}
+        except Exception as exc:  # a query the server refused: the config cannot work as it is
+            return {"database.hostname": [f"checking PostgreSQL at {config.server()}: {str(exc).strip()}"]}
+        return problems
+
+    def claims(self, name: str, config: PostgresCdcConfig) -> dict[str, str]:
+        """The slot (a server's, whatever the database) and a publication the connector creates or
+        alters (a database's) are the connector's alone."""
+        server = config.database().rsplit("/", 1)[0]
+        held = {f"replication slot `{config.slot(name)}` of the PostgreSQL at {server}": "slot.name"}
+        if config.publication_autocreate_mode != "disabled":
+            held[f"publication `{config.publication(name)}` of database {config.database()}"] = "publication.name"
+        return held
+
     def deleted(self, name: str, config: PostgresCdcConfig) -> None:
         """`slot.drop.on.stop`: drop the connector's slot, so it holds no WAL any more (Debezium drops
         it when the connector stops; here the connector is gone, so it stops for good). A run still
-        streaming from it makes the drop fail: the warning says so, and the slot stays."""
+        streaming from it makes the drop fail: the warning says so, and the slot stays. Bounded by
+        `probe.timeout.ms`: a delete never waits on a server that does not answer."""
         if not config.slot_drop_on_stop:
             return
-        with _connect(config) as conn:
-            if _slot(conn, config.slot_name) is not None:
-                _drop_slot(conn, config.slot_name)
-                logging.getLogger("connect").info("connector %s: slot `%s` dropped", name, config.slot_name)
+        slot = config.slot(name)
+
+        def drop(cut: Interrupts) -> bool:
+            with _connect(config, cut) as conn:
+                if _slot(conn, slot) is None:
+                    return False
+                _drop_slot(conn, slot)
+                return True
+
+        try:
+            dropped = within(config.probe_timeout_ms / 1000, drop, "pg-cdc-drop")
+        except ProbeTimeout as exc:
+            raise RetriableError(f"{_silent(config)}: slot `{slot}` not dropped") from exc
+        if dropped:
+            logging.getLogger("connect").info("connector %s: slot `%s` dropped", name, slot)
+
+
+def _placeholders(config: PostgresCdcConfig) -> bool:
+    """Whether a setting the connection needs is a config provider's placeholder (resolved only where
+    the task runs): the server cannot be checked at create then."""
+    values = (config.database_hostname, config.database_user, config.database_dbname, config.database_password)
+    return any(v is not None and "${" in v for v in values)
+
+
+def _silent(config: PostgresCdcConfig) -> str:
+    return (
+        f"PostgreSQL at {config.server()} did not answer within {config.probe_timeout_ms} ms "
+        "(probe.timeout.ms): is the host and port right, and the server up?"
+    )
+
+
+def _probe(cfg: PostgresCdcConfig, cut: Interrupts) -> dict[str, list[str]]:
+    """What the server lacks for this connector, by config key (empty: nothing)."""
+    problems: dict[str, list[str]] = {}
+    with _connect(cfg, cut) as conn:
+        with conn.cursor() as cur:
+            cur.execute("SHOW wal_level")
+            (level,) = cur.fetchone()
+        if level != "logical":
+            problems["database.hostname"] = [
+                f"the server's wal_level is {level}: set wal_level=logical (and restart it) for logical replication"
+            ]
+        try:
+            _captured_tables(conn, cfg)
+        except ConfigError as exc:
+            if "table.include.list" in exc.errors and exc.errors["table.include.list"] != ["matches no table"]:
+                problems.update(exc.errors)  # a topic collision; no table yet is fine: it may come
+    return problems

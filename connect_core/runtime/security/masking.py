@@ -8,7 +8,13 @@ Three mechanisms, as Airflow's `secrets_masker` and Kafka's `Password` type comb
   pairs whose key looks secret (`?password=…`, `password="…"` in a JAAS line);
 * by value: every secret value the process has seen (config values of secret keys, passwords in
   URLs, values resolved by config providers) is hidden wherever it appears later, line by line
-  for a value that spans lines.
+  for a value that spans lines, and in the encodings a driver or a query may turn it into: any
+  letter case (a JDBC driver that lower-cases its URL), hex (SQL `hex()`), base64 (standard and
+  URL-safe, also inside a longer base64 text: one form per alignment), percent-encoding, and JSON
+  or Python string escapes.
+
+Known values are found in one pass: a case-insensitive substring test per form over the text's
+lower-cased copy (C speed), then one alternation of only the forms present, longest first.
 
 Every pattern here starts with a literal (`://`, a key word) and ends in a character class with
 nothing after it, so the regex engine never backtracks over user data: a 40 KB value costs
@@ -17,15 +23,19 @@ microseconds, not seconds.
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 __all__ = [
     "MASK",
     "SecretMasker",
+    "encoded_forms",
     "is_secret_key",
     "mask_config",
     "mask_text",
@@ -58,6 +68,27 @@ _HINTS = ("pass", "pwd", "secret", "token", "credential", "jaas", "key", "auth")
 
 #: Values shorter than this are not masked by value: `1`, `on`, `app` would blank out half a log.
 _MIN_VALUE_LENGTH = 4
+#: Encoded forms shorter than this are not masked: a 4-character piece of base64 or hex is in
+#: every other identifier; a secret that short is masked as it is and in its letter cases.
+_MIN_ENCODED_LENGTH = 8
+
+
+def encoded_forms(value: str) -> set[str]:
+    """The forms `value` takes when a driver, a query or a serializer echoes it (letter case aside:
+    forms are matched ignoring case): hex, base64 (whole, and the part made only of its bytes at
+    each of the three alignments inside a longer base64 text), percent-encoded, JSON- and
+    Python-escaped."""
+    raw = value.encode("utf-8", "surrogatepass")
+    forms = {raw.hex()}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode()
+        forms |= {whole, whole.rstrip("=")}
+        for start in range(3):
+            chunk = raw[start:]
+            forms.add(encode(chunk[: len(chunk) // 3 * 3]).decode())
+    forms |= {quote(value, safe=""), quote(value), quote_plus(value)}
+    forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1]}
+    return {f for f in forms if len(f) >= _MIN_ENCODED_LENGTH and f != value}
 
 
 def is_secret_key(key: str) -> bool:
@@ -70,7 +101,9 @@ class SecretMasker:
     def __init__(self) -> None:
         self._values: set[str] = set()
         self._lock = threading.Lock()
-        self._ordered: tuple[str, ...] = ()
+        #: every form of every known value, lower-cased, longest first (a form that contains
+        #: another is masked whole)
+        self._forms: tuple[str, ...] = ()
 
     # -- what is secret -----------------------------------------------------
 
@@ -81,10 +114,11 @@ class SecretMasker:
         parts = {value.strip(), *(line.strip() for line in value.splitlines())}
         fresh = {p for p in parts if len(p) >= _MIN_VALUE_LENGTH and p != MASK} - self._values
         if fresh:
+            forms = {f.lower() for p in fresh for f in (p, *encoded_forms(p))}
             with self._lock:
                 self._values |= fresh
-                # Longest first, so a value that contains another is masked whole.
-                self._ordered = tuple(sorted(self._values, key=len, reverse=True))
+                forms |= set(self._forms)
+                self._forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
 
     def add_config(self, config: Mapping[str, Any]) -> None:
         """Remember the secret values of a config: secret keys' values and URL passwords."""
@@ -101,15 +135,28 @@ class SecretMasker:
         """`text` with URL credentials, secret `key=value` pairs and every known secret value hidden."""
         if not text:
             return text
-        for value in self._ordered:
-            if value in text:
-                text = text.replace(value, MASK)
+        text = self._known_values(text)
         if "://" in text:
             text = _URL_CREDENTIALS.sub(lambda m: f"://{m.group(1)}:{MASK}@" if m.group(2) else m.group(0), text)
         lowered = text.lower()
         if not any(hint in lowered for hint in _HINTS):
             return text
         return _KEY_VALUE.sub(_mask_pair, text)
+
+    def _known_values(self, text: str) -> str:
+        """`text` with every form of every known value masked, in any letter case."""
+        forms = self._forms
+        if not forms:
+            return text
+        lowered = text.lower()
+        if len(lowered) == len(text):
+            present = [f for f in forms if f in lowered]
+            if not present:
+                return text
+        else:  # a letter whose lower case is longer (`İ`): the filter could miss; match every form
+            present = list(forms)
+        pattern = re.compile("|".join(map(re.escape, present)), re.IGNORECASE)
+        return pattern.sub(MASK, text)
 
     def config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of `config` with secret keys' values masked whole and every string value masked as text."""

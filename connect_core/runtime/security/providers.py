@@ -133,7 +133,12 @@ class ConfigProviders:
 
     def _resolve_value(self, key: str, value: Any) -> Any:
         if isinstance(value, str) and "${" in value:
-            return _PLACEHOLDER.sub(lambda m: self._lookup(key, m.group(1), m.group(2)), value)
+            resolved = _PLACEHOLDER.sub(lambda m: self._lookup(key, m.group(1), m.group(2)), value)
+            # The whole value too (`jdbc:…?password=${env:PW}` resolved): a driver that echoes its
+            # URL in an error may change it (case, escapes) so that the parts no longer stand alone.
+            if resolved != value:
+                self._masker.add(resolved)
+            return resolved
         if isinstance(value, Mapping):
             return self.resolve(value)
         if isinstance(value, list):

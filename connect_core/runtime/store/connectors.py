@@ -158,7 +158,17 @@ class ConnectorStore:
             s.add(ConnectorStatusRow(connector=name, state=target_state))
             s.flush()
             self._replace_tasks(s, name, task_configs, config_version=1)
-        return self.get(name)
+        # What this transaction wrote, not a read after it: a concurrent delete may already have
+        # removed the row, and the create still succeeded (its answer is 201, never 404).
+        return ConnectorInfo(
+            name=name,
+            connector_class=connector_class,
+            type=type,
+            config=dict(config),
+            target_state=target_state,
+            config_version=1,
+            tasks=tuple(dict(c) for c in task_configs),
+        )
 
     def update_config(
         self,
@@ -190,7 +200,17 @@ class ConnectorStore:
             row.config_version += 1
             row.updated_at = func.now()
             self._replace_tasks(s, name, new["task_configs"], config_version=row.config_version)
-        return self.get(name)
+            # As committed by this transaction (a read after it could meet a concurrent delete).
+            info = ConnectorInfo(
+                name=name,
+                connector_class=row.connector_class,
+                type=row.type,
+                config=dict(new["config"]),
+                target_state=row.target_state,
+                config_version=row.config_version,
+                tasks=tuple(dict(c) for c in new["task_configs"]),
+            )
+        return info
 
     def _replace_tasks(
         self, s: Session, name: str, task_configs: Sequence[Mapping[str, Any]], *, config_version: int

@@ -122,7 +122,8 @@ def _stream(
         yield type("Connection", (), {"cursor": lambda self: _Cursor(payloads, pause)})()
 
     monkeypatch.setattr(postgres, "_replication", replication)
-    stream = postgres._Stream(cfg, {t.qualified: t for t in tables}, logging.getLogger("test"), partitions)
+    names = postgres._Names(cfg.slot("batch"), cfg.publication("batch"), derived=False)
+    stream = postgres._Stream(cfg, names, {t.qualified: t for t in tables}, logging.getLogger("test"), partitions)
     last = payloads[-1]
     assert last[:1] == b"C"
     (end,) = struct.unpack_from("!Q", last, 10)

@@ -58,3 +58,75 @@ def test_secrets_masked_by_key_shape_and_value() -> None:
     masker.add_config(config)
     log = "connecting with pwd-s3cret-2\nkey part: line-two-s3cret-7 (split across lines)"
     assert "s3cret" not in masker.text(log)
+
+
+def test_a_known_value_is_masked_in_its_usual_encodings() -> None:
+    """A `${env:…}` value reached a status trace lower-cased by a JDBC driver, and hex-encoded by SQL
+    `hex()`: each known value is masked in every letter case and common encoding."""
+    import base64
+    import json
+    from urllib.parse import quote
+
+    from connect_core.runtime.security import SecretMasker
+
+    secret = "Tr0ub4dor&3/Horse Battery"
+    masker = SecretMasker()
+    masker.add(secret)
+    raw = secret.encode()
+    forms = {
+        "lower": secret.lower(),
+        "upper": secret.upper(),
+        "mixed": secret.swapcase(),
+        "hex": raw.hex(),
+        "HEX": raw.hex().upper(),
+        "base64": base64.b64encode(raw).decode(),
+        "base64url": base64.urlsafe_b64encode(raw).decode(),
+        "percent": quote(secret, safe=""),
+        "percent-lower": quote(secret, safe="").lower(),
+        "json": json.dumps(secret)[1:-1],
+    }
+    for name, form in forms.items():
+        masked = masker.text(f"error: jdbc:postgresql://h/db?x={form} at line 1")
+        assert form not in masked and MASK in masked, (name, masked)
+    # Inside a longer base64 text, at each of the three byte alignments.
+    for prefix in (b"", b"a", b"ab", b"abc"):
+        encoded = base64.b64encode(prefix + b"url=" + raw + b"&more").decode()
+        masked = masker.text(f"payload {encoded}")
+        assert MASK in masked, (prefix, masked)
+        assert base64.b64decode(encoded) and secret not in masked
+    # Nothing else is touched.
+    assert masker.text("a plain line with nothing secret") == "a plain line with nothing secret"
+
+
+def test_short_values_and_masking_cost() -> None:
+    import time
+
+    from connect_core.runtime.security import SecretMasker
+
+    masker = SecretMasker()
+    masker.add("abc")  # under the minimum: not masked at all
+    masker.add("Pa55")
+    assert masker.text("abc") == "abc"
+    assert masker.text("PA55 pa55") == f"{MASK} {MASK}"
+    assert masker.text("hex 50613535") == f"hex {MASK}"  # 8 hex digits: rare enough to mask
+    assert masker.text("b64 UGE1") == "b64 UGE1"  # a 4-character piece of base64 is not
+    for n in range(200):
+        masker.add(f"secret-value-number-{n:04d}-xyz")
+    text = ("an ordinary log line of a long run, with numbers 0123456789 and ünïcödé\n" * 15_000)[:1_000_000]
+    started = time.perf_counter()
+    assert masker.text(text) == text
+    assert time.perf_counter() - started < 2.0
+    assert MASK in masker.text("…SECRET-VALUE-NUMBER-0042-XYZ…")
+
+
+def test_a_composite_resolved_value_is_a_secret_whole() -> None:
+    """`jdbc:…?password=${env:PW}` resolved: the URL the driver gets is masked whole, in any case."""
+    from connect_core.runtime.security import ConfigProviders, SecretMasker
+
+    masker = SecretMasker()
+    providers = ConfigProviders({"env"}, secret_masker=masker, environ={"PW": "hunter2hunter2", "HOST": "dbhost"})
+    resolved = providers.resolve({"connection.url": "jdbc:postgresql://${env:HOST}:5432/db?password=${env:PW}"})
+    url = resolved["connection.url"]
+    trace = f"org.postgresql.util.PSQLException: bad url {url.upper()} / {url.lower()} / {url.encode().hex()}"
+    masked = masker.text(trace)
+    assert "HUNTER2" not in masked.upper() and url.encode().hex() not in masked

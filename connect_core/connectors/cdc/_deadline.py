@@ -1,0 +1,100 @@
+"""A check of a database server that takes at most a given time, whatever the server and driver do.
+
+A request (a REST create, a delete) waits on it, so its bound must hold in every case: a host that
+accepts the connection and never answers, a server that answers the handshake and then stalls a
+query. Driver timeouts do not cover them all (libpq has none for a query, pymysql none for the
+handshake without `read_timeout`), so the check runs in a thread of its own that the caller waits
+for at most `seconds`: past that the caller gets `ProbeTimeout` and goes on, and the sockets the
+check registered are shut down, which makes the driver's blocked read fail and the thread end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+__all__ = ["Interrupts", "ProbeTimeout", "within"]
+
+T = TypeVar("T")
+
+
+class ProbeTimeout(Exception):
+    """The check did not finish in time."""
+
+
+class Interrupts:
+    """The connections a check opened, to be cut if it runs out of time (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fds: list[int] = []
+        self._expired = False
+
+    def add(self, fd: int) -> None:
+        """Cut the socket `fd` (a duplicate of it, so this never closes a descriptor reused since)
+        when the deadline passes, or now if it has already."""
+        dup = os.dup(fd)
+        with self._lock:
+            if not self._expired:
+                self._fds.append(dup)
+                return
+        _cut(dup)
+
+    def release(self) -> None:
+        """The check is over: forget its sockets."""
+        with self._lock:
+            fds, self._fds = self._fds, []
+        for fd in fds:
+            os.close(fd)
+
+    def expire(self) -> None:
+        with self._lock:
+            self._expired = True
+            fds, self._fds = self._fds, []
+        for fd in fds:
+            _cut(fd)
+
+
+def _cut(fd: int) -> None:
+    """Shut the socket down (both ways): a read blocked on it in another thread returns at once."""
+    with contextlib.suppress(OSError):
+        sock = socket.socket(fileno=fd)
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()  # the duplicate only: the driver closes its own descriptor
+
+
+class _Outcome(Generic[T]):
+    def __init__(self) -> None:
+        self.value: T | None = None
+        self.error: BaseException | None = None
+
+
+def within(seconds: float, check: Callable[[Interrupts], T], name: str = "probe") -> T:
+    """`check(interrupts)`'s result, or its exception; ProbeTimeout when it has not returned within
+    `seconds` (the thread is then left to end once its sockets are cut)."""
+    interrupts = Interrupts()
+    outcome: _Outcome[T] = _Outcome()
+
+    def run() -> None:
+        try:
+            outcome.value = check(interrupts)
+        except BaseException as exc:  # handed to the caller
+            outcome.error = exc
+        finally:
+            interrupts.release()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        interrupts.expire()
+        raise ProbeTimeout(f"no answer within {seconds:g} s")
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.value  # type: ignore[return-value]
