@@ -33,6 +33,7 @@ BATCH = "__THIS__"
 #: Where the parser records the name a function was called by, as written.
 _CALLED = "connect_called_as"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_LINE_CONTINUATION = re.compile(r"\\\r?[\n\r]")
 
 #: Node kinds a query is made of (functions aside): exact classes, no subclasses.
 _NODES: frozenset[type[exp.Expr]] = frozenset(
@@ -115,8 +116,14 @@ class _Dialect(Spark):
 _DIALECT = _Dialect()
 
 
-def check_query(query: str) -> None:
-    """Raise `RefusedQuery` unless `query` is one query over `__THIS__` using allowed parts only."""
+def check_query(query: str) -> str:
+    """The query as Spark is to run it: the text sqlglot generates from the tree it parsed and checked,
+    never the user's own text, so a part the two parsers read differently (where a comment ends,
+    how a string escapes) is not run unseen. `RefusedQuery` unless `query` is one query over
+    `__THIS__` using allowed parts only."""
+    if _LINE_CONTINUATION.search(query):
+        # Spark's `--` comment runs on past a backslash at the line's end; sqlglot's ends there
+        raise RefusedQuery("is refused: a backslash at the end of a line (where a comment ends is read two ways)")
     try:
         tokens = _DIALECT.tokenize(query)
         _check_tokens(tokens)
@@ -135,12 +142,16 @@ def check_query(query: str) -> None:
             reads_batch = True
     if not reads_batch:
         raise RefusedQuery(f"must read the batch as `{BATCH}` (e.g. `SELECT * FROM {BATCH}`)")
+    return str(root.sql(dialect=_DIALECT, comments=False))
 
 
 def _check_tokens(tokens: list[Token]) -> None:
     for token in tokens:
         if token.token_type == TokenType.HINT or any(c.lstrip().startswith("+") for c in token.comments):
             raise RefusedQuery("is refused: hints (`/*+ … */`) are not allowed")
+        if token.comments:
+            # where a comment ends is where two parsers part ways: a query over a batch needs none
+            raise RefusedQuery("is refused: comments (`--`, `/* … */`) are not allowed in the query")
         quoted = token.token_type in (TokenType.STRING, TokenType.IDENTIFIER, TokenType.RAW_STRING)
         if not quoted and not token.text.isascii():
             raise RefusedQuery(f"is refused: `{token.text}` has characters outside ASCII (quote the name in backticks)")

@@ -56,10 +56,11 @@ class SqlTransformConfig(TransformConfig):
         return value
 
 
-def _checked(query: str) -> None:
-    """The parse check before a run: a stored config may predate it."""
+def _checked(query: str) -> str:
+    """The parse check before a run (a stored config may predate it): the query Spark is to run, as
+    sqlglot generates it from the tree it checked."""
     try:
-        check_query(query)
+        return check_query(query)
     except RefusedQuery as exc:
         raise ConfigError(f"the SQL transform's query {exc}", {"query": [str(exc)]}) from exc
 
@@ -82,21 +83,23 @@ class SqlTransform(Transformation[SqlTransformConfig]):
     doc = "Run a Spark SQL query over each batch (`__THIS__`), as SeaTunnel's SQL transform."
 
     def spark_frame(self, df: DataFrame) -> DataFrame:
-        _checked(self.config.query)  # before Spark sees the text: a command runs as it is parsed
+        # before Spark sees any text (a command runs as it is parsed); what Spark gets is the checked
+        # tree's text, not the user's
+        checked = _checked(self.config.query)
         spark = df.sparkSession
         if is_connect(spark):
             _files_off(spark)
             # `sql` with a DataFrame argument: the server names the batch for this query only; braces
             # of the query itself are doubled so that only `{this}` is a placeholder
-            query = self.config.query.replace("{", "{{").replace("}", "}}")
+            query = checked.replace("{", "{{").replace("}", "}}")
             return spark.sql(_THIS.sub("{this}", query), this=df)
-        return self._classic_frame(spark, df)
+        return self._classic_frame(spark, df, checked)
 
-    def _classic_frame(self, spark: SparkSession, df: DataFrame) -> DataFrame:
+    def _classic_frame(self, spark: SparkSession, df: DataFrame, checked: str) -> DataFrame:
         """The query on a classic session: the batch as a temporary view of its own name, the plan
         analysed (not executed) and walked, and only then the DataFrame made."""
         view = f"_connect_batch_{uuid.uuid4().hex}"
-        text = _THIS.sub(view, self.config.query)
+        text = _THIS.sub(view, checked)
         df.createOrReplaceTempView(view)
         try:
             jspark = spark._jsparkSession

@@ -30,8 +30,17 @@ _THIRTY = ", ".join(f"{i} AS c{i}" for i in range(30))
         ("SELECT made_up(line) FROM __THIS__", "`made_up` is not an allowed function"),
         ("SELECT `java_method`('java.lang.System', 'getenv') FROM __THIS__", "`java_method` (calls Java methods)"),
         ("SELECT /*+ REPARTITION(1) */ * FROM __THIS__", "hints"),
-        ("SELECT * FROM __THIS__ -- \nJOIN csv.`/etc/passwd`", "files and tables are not readable"),
-        ("SELECT * /* */ FROM IDENTIFIER('__THIS__')", "IDENTIFIER"),
+        ("SELECT * FROM __THIS__ -- \nJOIN csv.`/etc/passwd`", "comments"),
+        ("SELECT * FROM __THIS__ JOIN csv.`/etc/passwd`", "files and tables are not readable"),
+        ("SELECT * /* */ FROM IDENTIFIER('__THIS__')", "comments"),
+        ("SELECT * FROM IDENTIFIER('__THIS__')", "IDENTIFIER"),
+        # Spark's `--` comment runs on past a backslash at the line's end, sqlglot's does not: the
+        # review's payload, a string to one parser and a script transform to the other
+        (
+            "-- \\\nSELECT '\nSELECT TRANSFORM(name) USING \"sh -c id\" AS (out) FROM __THIS__ -- ' AS s FROM __THIS__ --",
+            "backslash at the end of a line",
+        ),
+        ("SELECT 'a\\\n' AS s FROM __THIS__", "backslash at the end of a line"),
         ("SELECT \uff52eflect('a', 'b') FROM __THIS__", "outside ASCII"),  # a fullwidth r
         ("SELECT TRANSFORM(line) USING 'id' FROM __THIS__", "script transform"),
     ],

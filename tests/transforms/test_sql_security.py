@@ -108,6 +108,25 @@ def test_a_stored_insert_never_touches_the_directory(spark: Any, tmp_path: Path)
     assert (target / "keep.txt").read_text() == "precious\n"
 
 
+def test_spark_runs_the_checked_tree_not_the_users_text(spark: Any, tmp_path: Path) -> None:
+    """Where two parsers part ways (Spark's `--` comment runs on past a backslash at a line's end),
+    a stored query is refused before Spark sees it, and a query that passes reaches Spark as the text
+    generated from the tree that was checked."""
+    marker = tmp_path / "pwned"
+    smuggled = (
+        "-- \\\nSELECT '\nSELECT TRANSFORM(name) USING \"touch "
+        + str(marker)
+        + "\" AS (out) FROM __THIS__ -- ' AS s FROM __THIS__ --"
+    )
+    df = spark.createDataFrame([(1, "a")], "id long, name string")
+    with pytest.raises(ConfigError, match="backslash at the end of a line"):
+        _stored(smuggled).spark_frame(df)
+    assert not marker.exists()
+    assert check_query("SELECT name, '--x' AS s FROM __THIS__") == "SELECT name, '--x' AS s FROM __THIS__"
+    rows = _stored("SELECT upper(name) AS n, 'a\\'' AS q FROM __THIS__").spark_frame(df).collect()
+    assert [tuple(r) for r in rows] == [("A", "a'")]
+
+
 @pytest.mark.parametrize(
     "query",
     [

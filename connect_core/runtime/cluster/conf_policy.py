@@ -188,6 +188,10 @@ _CODE_WORDS = (
     "mapping",
     "interceptors",
     "loader",
+    "classname",  # fs.s3a.audit.service.classname
+    "handlers",  # fs.s3a.audit.request.handlers
+    "dir",  # a local directory a JVM writes to (fs.s3a.buffer.dir)
+    "path",  # … or reads or writes (fs.s3a.committer.staging.tmp.path)
 )
 
 
@@ -201,7 +205,7 @@ def forbidden_reason(key: str) -> str | None:
     if any(part in lower for part in _FLOOR_PARTS):
         return "its value reaches a JVM or shell command line, or mounts files or secrets"
     if any(part.endswith(_CODE_WORDS) for part in lower.split(".")[1:]):
-        return "its value names a class, script or command to load or run"
+        return "its value names a class, script, command or local path to load, run or write"
     return None
 
 

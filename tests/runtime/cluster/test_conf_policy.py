@@ -83,3 +83,19 @@ def test_a_warm_pool_server_refuses_a_refused_conf_before_it_starts(runtime: Run
         start_server(runtime.settings, "warm", conf={"spark.driver.extraJavaOptions": "-XX:OnOutOfMemoryError=x"})
     with pytest.raises(ConfigError, match="master"):
         start_server(runtime.settings, "warm", spark_master="local[*] --conf x=y")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "spark.hadoop.fs.s3a.audit.service.classname",
+        "spark.hadoop.fs.s3a.bucket.x.audit.request.handlers",
+        "spark.hadoop.fs.s3a.buffer.dir",
+        "spark.hadoop.fs.s3a.committer.staging.tmp.path",
+    ],
+)
+def test_s3a_keys_that_load_classes_or_name_local_paths_are_refused_whatever_is_allowed(key: str) -> None:
+    from connect_core.runtime.cluster.conf_policy import forbidden_reason
+
+    assert forbidden_reason(key) is not None
+    assert forbidden_reason("spark.hadoop.fs.s3a.access.key") is None  # credentials of the pool's own store
