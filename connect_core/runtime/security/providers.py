@@ -85,7 +85,7 @@ class ConfigProviders:
         """Placeholder problems by key, without resolving anything (no value is read here)."""
         errors: dict[str, list[str]] = {}
         for key, provider, argument in placeholders(config):
-            problem = self._problem(provider, argument)
+            problem = _key_problem(key) or self._problem(provider, argument)
             if problem:
                 errors.setdefault(key, []).append(problem)
         return errors
@@ -146,7 +146,7 @@ class ConfigProviders:
         return value
 
     def _lookup(self, key: str, provider: str, argument: str) -> str:
-        problem = self._problem(provider, argument)
+        problem = _key_problem(key) or self._problem(provider, argument)
         if problem:
             raise ConfigError(f"config `{key}`: {problem}", {key: [problem]})
         if provider == "env":
@@ -180,6 +180,21 @@ class ConfigProviders:
             if sep and name.strip() == prop and not name.lstrip().startswith(("#", "!")):
                 return val.strip()
         raise ConfigError(f"config `{key}` refers to `{prop}` in `{path}`, which has no such key")
+
+
+#: Keys whose values a transform or predicate computes over (a SQL query, a replacement, a static value):
+#: a secret filled in there could be turned into data or an error message in a form no masking knows
+#: (reversed, split, hashed), so no placeholder may fill them. Secrets belong in a connector's own keys.
+_COMPUTED_PREFIXES = ("transforms.", "predicates.")
+
+
+def _key_problem(key: str) -> str | None:
+    if key.startswith(_COMPUTED_PREFIXES):
+        return (
+            "a config provider may not fill a transform's or predicate's config (what it computes could "
+            "carry the secret out); put secrets in the connector's own keys"
+        )
+    return None
 
 
 def _split_file_argument(argument: str) -> tuple[str, str]:

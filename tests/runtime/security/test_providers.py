@@ -140,3 +140,16 @@ def test_airflow_connections_fill_a_jdbc_connector(
         runtime.create_connector("bad", {**config, "connection.user": "${airflow:shop_db:uri}"})
     with pytest.raises(ConfigError, match="connection `nope`, which cannot be read"):
         ConfigProviders({"airflow"}, secret_masker=SecretMasker()).resolve({"x": "${airflow:nope:host}"})
+
+
+def test_no_placeholder_fills_what_a_transform_computes_over() -> None:
+    """A SQL transform could turn a filled-in secret into data in a form no masking knows
+    (`reverse('${env:X}')` raised as an error): transform and predicate keys take no placeholder."""
+    on = ConfigProviders({"env"}, environ={"SECRET_X": "supersecretvalue123"})
+    query = "SELECT *, raise_error(reverse('${env:SECRET_X}')) AS x FROM __THIS__"
+    problems = on.problems({"transforms.q.query": query, "predicates.p.pattern": "${env:SECRET_X}"})
+    assert set(problems) == {"transforms.q.query", "predicates.p.pattern"}
+    assert "transform's or predicate's config" in problems["transforms.q.query"][0]
+    with pytest.raises(ConfigError, match="transform's or predicate's config"):
+        on.resolve({"transforms.q.query": query})
+    assert on.resolve({"connection.password": "${env:SECRET_X}"}) == {"connection.password": "supersecretvalue123"}
