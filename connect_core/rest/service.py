@@ -234,7 +234,7 @@ class ConnectService:
     # -- Spark pools (the workers) and RocketMQ's cluster views ----------------
 
     def _pools(self) -> PoolStore:
-        return PoolStore(self.rt.engine)
+        return self.rt.pools
 
     def pools(self) -> list[dict[str, Any]]:
         """Every pool with its health and the connectors and tasks assigned to it."""

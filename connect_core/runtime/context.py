@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from connect_core.runtime.airflow_client import AirflowClient
+from connect_core.runtime.cluster.conf_policy import SparkConfPolicy
 from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.execution.runs import RunStore
 from connect_core.runtime.plugins import PluginRegistry
@@ -77,7 +78,7 @@ class Runtime:
 
     @property
     def pools(self) -> PoolStore:
-        return PoolStore(self.engine)
+        return PoolStore(self.engine, SparkConfPolicy.from_settings(self.settings))
 
     def create_connector(self, name: str, config: Mapping[str, Any], target_state: str = "RUNNING") -> ConnectorInfo:
         """Validate `config`, split it into tasks and store it (all or nothing); place its tasks on pools."""

@@ -11,9 +11,11 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from connect_core.rest.app import create_app
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.settings import Settings
 from connect_core.web.view import create_view_app
-from tests.rest.conftest import Served
+from tests.rest.conftest import Served, serve
 
 OOM_COMMAND = "-XX:OnOutOfMemoryError=touch /tmp/pwned"
 
@@ -66,13 +68,15 @@ def test_a_value_with_a_line_break_or_too_long_is_refused(api: Served, value: st
     )
 
 
-def test_the_operator_extends_the_allow_list_but_never_past_the_floor(
-    make_api: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(
-        "CONNECT_POOL_CONF_ALLOWED_KEYS", "spark.sql.broadcastTimeout, spark.driver.extraJavaOptions,spark.*"
-    )
-    api: Served = make_api()  # type: ignore[operator]
+def test_the_operator_extends_the_allow_list_but_never_past_the_floor(settings: Settings) -> None:
+    allowed = "spark.sql.broadcastTimeout, spark.driver.extraJavaOptions,spark.*"
+    runtime = Runtime.open(settings.model_copy(update={"pool_conf_allowed_keys": allowed}))
+    for api in serve(create_app(lambda: runtime)):
+        _extend_but_not_past_the_floor(api)
+    runtime.close()
+
+
+def _extend_but_not_past_the_floor(api: Served) -> None:
     spec = {"master": "local[*]", "conf": {"spark.sql.broadcastTimeout": "600", "spark.speculation": "true"}}
     assert httpx.put(f"{api.url}/pools/x", json=spec).status_code == 201
     for key in ("spark.driver.extraJavaOptions", "spark.executorEnv.LD_PRELOAD", "spark.sql.runSQLOnFiles"):

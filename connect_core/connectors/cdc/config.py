@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import re
@@ -10,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from connect_core.sdk import compile_user_regex
 from connect_core.sdk.config import ConnectorConfig, TopicList
 
 __all__ = ["CdcConfig", "MariaDbCdcConfig", "PostgresCdcConfig", "captured", "server_identity"]
@@ -84,10 +86,7 @@ class CdcConfig(ConnectorConfig):
     @classmethod
     def _patterns(cls, value: list[str]) -> list[str]:
         for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"`{pattern}` is not a regular expression: {exc}") from None
+            compile_user_regex(pattern, "include/exclude list")  # bounded: length, nesting, errors
         return value
 
 
@@ -234,6 +233,11 @@ def server_identity(host: str, port: int) -> str:
 def captured(name: str, include: list[str], exclude: list[str]) -> bool:
     """Debezium's rule: a table (`schema.table`) is captured when it fully matches an include
     pattern (or there are none) and no exclude pattern."""
-    if include and not any(re.fullmatch(p, name) for p in include):
+    if include and not any(_compiled(p).fullmatch(name) for p in include):
         return False
-    return not any(re.fullmatch(p, name) for p in exclude)
+    return not any(_compiled(p).fullmatch(name) for p in exclude)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return compile_user_regex(pattern, "include/exclude list")

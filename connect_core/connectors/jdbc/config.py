@@ -8,7 +8,14 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
-from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, TopicList, is_placeholder
+from connect_core.sdk.config import (
+    ConnectorConfig,
+    SinkConnectorConfig,
+    TopicList,
+    check_topic_name,
+    check_topic_prefix,
+    is_placeholder,
+)
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["JdbcConnectionConfig", "JdbcSinkConfig", "JdbcSourceConfig"]
@@ -130,6 +137,8 @@ class JdbcSourceConfig(JdbcConnectionConfig):
             raise ValueError("set exactly one of `table.whitelist` and `query`")
         if self.query and not self.topic_prefix:
             raise ValueError("with `query`, `topic.prefix` is the topic's name: it cannot be empty")
+        # with `query` the prefix is the whole topic name; otherwise a table's name follows it
+        (check_topic_name if self.query else check_topic_prefix)(self.topic_prefix)
         if "incrementing" in self.mode and not self.incrementing_column_name:
             raise ValueError(f"mode `{self.mode}` needs `incrementing.column.name`")
         if "timestamp" in self.mode and not self.timestamp_column_name:
