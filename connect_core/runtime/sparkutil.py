@@ -34,7 +34,10 @@ log = logging.getLogger(__name__)
 #: The settings of every runner (`BASE_SPARK_CONF`) that a Spark Connect client sets on its own
 #: session: the SQL a run sees is confined (no file read by its path) and in UTC as on a classic run,
 #: whatever the pool's server defaults to. (Its other settings are the server's, fixed at its start.)
-SESSION_CONF = {key: BASE_SPARK_CONF[key] for key in ("spark.sql.session.timeZone", "spark.sql.runSQLOnFiles")}
+SESSION_CONF = {
+    key: BASE_SPARK_CONF[key]
+    for key in ("spark.sql.session.timeZone", "spark.sql.runSQLOnFiles", "spark.sql.variable.substitute")
+}
 
 #: pyspark's mark of a process that is a Spark Connect client (`pyspark.sql.utils.is_remote`).
 _CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"

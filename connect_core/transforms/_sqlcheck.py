@@ -142,7 +142,13 @@ def check_query(query: str) -> str:
             reads_batch = True
     if not reads_batch:
         raise RefusedQuery(f"must read the batch as `{BATCH}` (e.g. `SELECT * FROM {BATCH}`)")
-    return str(root.sql(dialect=_DIALECT, comments=False))
+    text = str(root.sql(dialect=_DIALECT, comments=False))
+    if "${" in text:
+        # Spark substitutes `${env:X}`/`${system:X}` into the text before parsing (strings and quoted
+        # names too), unless `spark.sql.variable.substitute` is off, as the runtime sets it: twice
+        # guarded, as a `\u0024{` in a string is `${` once written out again
+        raise RefusedQuery("is refused: `${` (Spark would fill in a variable before parsing the query)")
+    return text
 
 
 def _check_tokens(tokens: list[Token]) -> None:

@@ -75,6 +75,12 @@ def _files_off(spark: SparkSession) -> None:
             "`spark.sql.runSQLOnFiles=false` on the Spark Connect session (every runner's session has it)",
             {"query": ["would run where SQL reads files by their path"]},
         )
+    if str(spark.conf.get("spark.sql.variable.substitute")).lower() != "false":
+        raise ConfigError(
+            "the SQL transform runs only where SQL fills in no `${…}` variables: set "
+            "`spark.sql.variable.substitute=false` on the Spark Connect session (every runner's session has it)",
+            {"query": ["would run where SQL fills in `${…}` variables"]},
+        )
 
 
 class SqlTransform(Transformation[SqlTransformConfig]):

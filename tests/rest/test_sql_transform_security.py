@@ -41,6 +41,9 @@ _THIRTY = ", ".join(f"{i} AS c{i}" for i in range(30))
             "backslash at the end of a line",
         ),
         ("SELECT 'a\\\n' AS s FROM __THIS__", "backslash at the end of a line"),
+        # Spark fills `${env:X}` into the text before parsing: written out again, `\u0024{` is `${`
+        ("SELECT *, '\\u0024{env:SECRET_X}' AS leak FROM __THIS__", "`${`"),
+        ("SELECT '${x'.`}` AS a, ' AS a, t.* FROM (SELECT 1) t --' AS c FROM __THIS__", "`${`"),
         ("SELECT \uff52eflect('a', 'b') FROM __THIS__", "outside ASCII"),  # a fullwidth r
         ("SELECT TRANSFORM(line) USING 'id' FROM __THIS__", "script transform"),
     ],

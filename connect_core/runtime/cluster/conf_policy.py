@@ -43,7 +43,12 @@ log = logging.getLogger(__name__)
 #: path (spark-submit, a warm pool's server, a Spark Connect run's session).
 ENFORCED_CONF: dict[str, str] = {
     key: BASE_SPARK_CONF[key]
-    for key in ("spark.sql.runSQLOnFiles", "spark.redaction.regex", "spark.sql.session.timeZone")
+    for key in (
+        "spark.sql.runSQLOnFiles",
+        "spark.sql.variable.substitute",
+        "spark.redaction.regex",
+        "spark.sql.session.timeZone",
+    )
 }
 
 #: Keys a pool may set: sizing, parallelism, networking, scheduling, and S3A's settings (a topic

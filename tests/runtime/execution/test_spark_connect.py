@@ -237,6 +237,7 @@ def test_a_sql_transform_runs_and_stays_confined(
 
     prepare_session(run_session)
     assert run_session.conf.get("spark.sql.runSQLOnFiles") == "false"
+    assert run_session.conf.get("spark.sql.variable.substitute") == "false"
     assert chain(allowed).spark(run_session.createDataFrame([(1,)], "id long"), "t").count() == 1
 
 
