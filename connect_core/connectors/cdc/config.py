@@ -6,6 +6,8 @@ import functools
 import hashlib
 import ipaddress
 import re
+import socket
+import threading
 import zlib
 from typing import Literal
 
@@ -79,6 +81,11 @@ class CdcConfig(ConnectorConfig):
     def server(self) -> str:
         """`host:port`, as the connector reaches the server (for messages)."""
         return f"{self.database_hostname}:{getattr(self, 'database_port', '?')}"
+
+    @field_validator("database_hostname")
+    @classmethod
+    def _host(cls, value: str) -> str:
+        return value if "${" in value else check_host(value)  # a placeholder is checked once filled
 
     @field_validator(
         "table_include_list", "table_exclude_list", "database_include_list", "database_exclude_list", check_fields=False
@@ -214,20 +221,79 @@ def owned_name(connector: str) -> str:
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
 
 
+#: A host: a DNS name (letters, digits, `-`, `.`, `_`) or an IP address, nothing a driver reads as
+#: a list (`a,b`), a socket directory (`/tmp`) or a shorthand address (`127.1`, `2130706433`).
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*\.?")
+_NUMERIC = re.compile(r"(0x)?[0-9a-f.x]+")
+#: How long a name's lookup may take when it is compared with other connectors' (a claim).
+_RESOLVE_SECONDS = 2.0
+
+
+def check_host(host: str) -> str:
+    """`host` if it is one plain DNS name or IP address, else ValueError saying how to write it."""
+    name = host.strip().lower().removeprefix("[").removesuffix("]")
+    shown = host if len(host) <= 60 else host[:60] + "…"
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        if len(name) > 253 or not _HOST_NAME.fullmatch(name) or _NUMERIC.fullmatch(name.rstrip(".")):
+            raise ValueError(
+                f"`{shown}` must be one host name or IP address (dotted-quad or IPv6): no list, socket "
+                "directory or shorthand address"
+            ) from None
+    return host
+
+
 def server_identity(host: str, port: int) -> str:
     """`host:port` spelt one way: lower case, without a trailing dot or brackets, an IP address in its
-    canonical form and any loopback address or name as `localhost` (no DNS lookup: a name and the
-    address it resolves to are not recognised as one)."""
+    canonical form, a name by the address it resolves to (bounded: a name that does not resolve in
+    time stays itself), and this machine, by any of its loopback or own addresses or names, as
+    `localhost`. So two spellings of one server are one claim."""
     name = host.strip().lower().rstrip(".").removeprefix("[").removesuffix("]")
     try:
         address = ipaddress.ip_address(name)
     except ValueError:
-        name = "localhost" if name in _LOOPBACK_NAMES else name
-    else:
-        mapped = getattr(address, "ipv4_mapped", None)
-        address = mapped or address
-        name = "localhost" if address.is_loopback or address.is_unspecified else address.compressed
-    return f"{name}:{port}"
+        if name in _LOOPBACK_NAMES:
+            return f"localhost:{port}"
+        resolved = _resolve(name)
+        if resolved is None:
+            return f"{name}:{port}"
+        address = resolved
+    mapped = getattr(address, "ipv4_mapped", None)
+    address = mapped or address
+    own = address.is_loopback or address.is_unspecified or address in _own_addresses()
+    return f"{'localhost' if own else address.compressed}:{port}"
+
+
+def _resolve(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The lowest address `name` resolves to, or None when it does not within `_RESOLVE_SECONDS`."""
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+        except (OSError, UnicodeError):
+            return
+        found.extend(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos)
+
+    worker = threading.Thread(target=lookup, daemon=True)  # getaddrinfo takes no timeout
+    worker.start()
+    worker.join(_RESOLVE_SECONDS)
+    if worker.is_alive() or not found:
+        return None
+    return min(found, key=lambda a: (a.version, int(a)))
+
+
+@functools.lru_cache(maxsize=1)
+def _own_addresses() -> frozenset[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """This machine's addresses, as its own names resolve."""
+    own: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
+    for mine in {socket.gethostname(), socket.getfqdn()}:
+        try:
+            own |= {ipaddress.ip_address(str(i[4][0]).split("%")[0]) for i in socket.getaddrinfo(mine, None)}
+        except (OSError, UnicodeError, ValueError):
+            continue
+    return frozenset(own)
 
 
 def captured(name: str, include: list[str], exclude: list[str]) -> bool:

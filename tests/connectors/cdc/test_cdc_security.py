@@ -81,6 +81,13 @@ def test_a_slot_or_publication_of_another_connector_is_refused(pg_db: PgServer, 
     stolen = _pg(pg_db, **{"database.hostname": "localhost", "slot.name": owned_name("first")})
     refused = _create(api, "third", stolen)
     assert refused.status_code == 400 and "`first`" in refused.json()["message"], refused.text
+    # this machine by its own name is the same server too
+    by_name = _create(api, "third", {**stolen, "database.hostname": socket.gethostname()})
+    assert by_name.status_code == 400 and "`first`" in by_name.json()["message"], by_name.text
+    # spellings a driver reads as the same server, or as several, are no host at all
+    for host in ("127.1", "2130706433", "0x7f000001", "0177.0.0.1", "/var/run/postgresql", "127.0.0.1,127.0.0.1"):
+        odd = _create(api, "third", {**stolen, "database.hostname": host})
+        assert odd.status_code == 400 and "one host name or IP address" in odd.json()["message"], (host, odd.text)
     # a slot is the server's, whatever the database: another database of it cannot have it either
     other_db = {**stolen, "database.dbname": "postgres", "publication.autocreate.mode": "disabled"}
     assert "`first`" in _create(api, "third", other_db).json()["message"]
