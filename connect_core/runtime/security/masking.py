@@ -71,11 +71,13 @@ _MIN_VALUE_LENGTH = 4
 #: Encoded forms shorter than this are not masked: a 4-character piece of base64 or hex is in
 #: every other identifier; a secret that short is masked as it is and in its letter cases.
 _MIN_ENCODED_LENGTH = 8
+#: The longest input pydantic's errors show whole.
+_PYDANTIC_SHOWN = 50
 
 
 def encoded_forms(value: str) -> set[str]:
     """The forms `value` takes when a driver, a query or a serializer echoes it (letter case aside:
-    forms are matched ignoring case): hex, base64 (whole, and the part made only of its bytes at
+    forms are matched ignoring case): the pieces of a long value pydantic's errors show, hex, base64 (whole, and the part made only of its bytes at
     each of the three alignments inside a longer base64 text), percent-encoded, JSON- and
     Python-escaped."""
     raw = value.encode("utf-8", "surrogatepass")
@@ -88,6 +90,9 @@ def encoded_forms(value: str) -> set[str]:
             forms.add(encode(chunk[: len(chunk) // 3 * 3]).decode())
     forms |= {quote(value, safe=""), quote(value), quote_plus(value)}
     forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1]}
+    if len(value) > _PYDANTIC_SHOWN:
+        # pydantic shows a long input as its first 25 and last 24 characters (`input_value='…'`)
+        forms |= {value[:25], value[-24:]}
     return {f for f in forms if len(f) >= _MIN_ENCODED_LENGTH and f != value}
 
 

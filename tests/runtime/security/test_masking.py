@@ -1,4 +1,4 @@
-from connect_core.runtime.security import MASK, mask_config, mask_text
+from connect_core.runtime.security import MASK, SecretMasker, mask_config, mask_text
 
 
 def test_secret_keys_and_url_passwords_are_masked() -> None:
@@ -130,3 +130,29 @@ def test_a_composite_resolved_value_is_a_secret_whole() -> None:
     trace = f"org.postgresql.util.PSQLException: bad url {url.upper()} / {url.lower()} / {url.encode().hex()}"
     masked = masker.text(trace)
     assert "HUNTER2" not in masked.upper() and url.encode().hex() not in masked
+
+
+def test_the_pieces_of_a_long_secret_a_pydantic_error_shows_are_masked() -> None:
+    """A resolved value that fails validation where the task runs is shown by pydantic as its first 25
+    and last 24 characters: neither piece may stand in a trace."""
+    from pydantic import BaseModel, field_validator
+
+    secret = "jdbc:postgresql://127.0.0.1:5432/" + "L0ngSecretValue" * 6
+
+    class Model(BaseModel):
+        url: str
+
+        @field_validator("url")
+        @classmethod
+        def _no(cls, value: str) -> str:
+            raise ValueError("refused")
+
+    masker = SecretMasker()
+    masker.add(secret)
+    try:
+        Model(url=secret)
+    except ValueError as exc:
+        shown = str(exc)
+    assert secret[-24:] in shown  # what pydantic shows …
+    masked = masker.text(shown)
+    assert secret[-24:].lower() not in masked.lower() and secret[:25].lower() not in masked.lower(), masked
