@@ -91,8 +91,8 @@ def encoded_forms(value: str) -> set[str]:
     forms |= {quote(value, safe=""), quote(value), quote_plus(value)}
     forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1]}
     if len(value) > _PYDANTIC_SHOWN:
-        # pydantic shows a long input as its first 25 and last 24 characters (`input_value='…'`)
-        forms |= {value[:25], value[-24:]}
+        # pydantic shows a long input by the ends of its repr (`input_value='<24>...<23>'`)
+        forms |= {value[:24], value[-23:]}
     return {f for f in forms if len(f) >= _MIN_ENCODED_LENGTH and f != value}
 
 
