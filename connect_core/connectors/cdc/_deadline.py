@@ -17,13 +17,24 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["Interrupts", "ProbeTimeout", "within"]
+from connect_core.sdk.errors import RetriableError
+
+__all__ = ["MAX_CONCURRENT", "Interrupts", "ProbeTimeout", "ProbesBusy", "within"]
+
+#: Checks that may wait on servers at once in one process: each holds a REST worker thread for up to
+#: its deadline, so many stalled ones would starve every other request.
+MAX_CONCURRENT = 8
+_slots = threading.BoundedSemaphore(MAX_CONCURRENT)
 
 T = TypeVar("T")
 
 
 class ProbeTimeout(Exception):
     """The check did not finish in time."""
+
+
+class ProbesBusy(RetriableError):
+    """As many checks as may run at once are waiting on their servers: try again shortly (a 503)."""
 
 
 class Interrupts:
@@ -78,6 +89,17 @@ class _Outcome(Generic[T]):
 def within(seconds: float, check: Callable[[Interrupts], T], name: str = "probe") -> T:
     """`check(interrupts)`'s result, or its exception; ProbeTimeout when it has not returned within
     `seconds` (the thread is then left to end once its sockets are cut)."""
+    if not _slots.acquire(timeout=min(seconds, 2.0)):
+        raise ProbesBusy(
+            f"{MAX_CONCURRENT} checks of database servers are waiting on their servers already: try again shortly"
+        )
+    try:
+        return _within(seconds, check, name)
+    finally:
+        _slots.release()
+
+
+def _within(seconds: float, check: Callable[[Interrupts], T], name: str) -> T:
     interrupts = Interrupts()
     outcome: _Outcome[T] = _Outcome()
 

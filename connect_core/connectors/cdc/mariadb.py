@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, within
+from connect_core.connectors.cdc._deadline import Interrupts, ProbesBusy, ProbeTimeout, within
 from connect_core.connectors.cdc.config import MariaDbCdcConfig, captured, server_identity
 from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, check_topics, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
@@ -660,6 +660,8 @@ class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
             return {}
         try:
             return within(config.probe_timeout_ms / 1000, lambda cut: _probe(config, cut), "mariadb-cdc-probe")
+        except ProbesBusy:
+            raise  # a 503: nothing is wrong with the config
         except ProbeTimeout:
             return {
                 "database.hostname": [

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc import pgbatch, pgoutput
-from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, within
+from connect_core.connectors.cdc._deadline import Interrupts, ProbesBusy, ProbeTimeout, within
 from connect_core.connectors.cdc.config import LEGACY_PUBLICATION, LEGACY_SLOT, PostgresCdcConfig, captured
 from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, check_topics, records_of, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
@@ -705,6 +705,8 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
             return {}
         try:
             problems = within(config.probe_timeout_ms / 1000, lambda cut: _probe(config, cut), "pg-cdc-probe")
+        except ProbesBusy:
+            raise  # a 503: nothing is wrong with the config
         except ProbeTimeout:
             return {"database.hostname": [_silent(config)]}
         except ConfigError as exc:

@@ -267,3 +267,49 @@ def test_the_same_server_spelt_two_ways_is_one() -> None:
     assert server_identity("DB.example.com", 1) == server_identity("db.example.com.", 1)
     assert owned_name("a.b") != owned_name("a_b") and owned_name("A") != owned_name("a")
     assert len(owned_name("x" * 300)) <= 63
+
+
+def test_checks_waiting_on_servers_are_bounded_in_number_and_time() -> None:
+    """Each check holds a REST thread: past `MAX_CONCURRENT` waiting at once, another is a 503 at once
+    (it says to try again), and no check may be given more than 15 s."""
+    from pydantic import ValidationError
+
+    from connect_core.connectors.cdc._deadline import MAX_CONCURRENT, ProbesBusy, within
+
+    release = threading.Event()
+    holders = [
+        threading.Thread(target=lambda: within(5, lambda _cut: release.wait(5)), daemon=True)
+        for _ in range(MAX_CONCURRENT)
+    ]
+    for holder in holders:
+        holder.start()
+    time.sleep(0.2)
+    started = time.monotonic()
+    with pytest.raises(ProbesBusy, match="try again"):
+        within(5, lambda _cut: None)
+    assert time.monotonic() - started < 3
+    release.set()
+    for holder in holders:
+        holder.join(5)
+    assert within(1, lambda _cut: "free again") == "free again"
+    from connect_core.connectors.cdc.config import PostgresCdcConfig
+
+    config = {"database.hostname": "127.0.0.1", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"}
+    with pytest.raises(ValidationError, match="15000"):
+        PostgresCdcConfig.model_validate({**config, "probe.timeout.ms": 60_000})
+
+
+def test_a_capture_pattern_matches_a_servers_crafted_table_name_in_linear_time() -> None:
+    """Table names come from the server the connector points at: a backtracking `(a+)+` over a crafted
+    name would hold the REST process for hours; RE2 answers at once, and what it cannot run is refused."""
+    from pydantic import ValidationError
+
+    from connect_core.connectors.cdc.config import PostgresCdcConfig, captured
+
+    started = time.monotonic()
+    assert not captured("public." + "a" * 60 + "!", [r"public\.(a+)+"], [])
+    assert captured("public.aaa", [r"public\.(a+)+"], [])
+    assert time.monotonic() - started < 1
+    config = {"database.hostname": "127.0.0.1", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"}
+    with pytest.raises(ValidationError, match="back-references or look-around"):
+        PostgresCdcConfig.model_validate({**config, "table.include.list": r"public\.(a)\1"})
