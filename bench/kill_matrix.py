@@ -47,6 +47,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from connect_core.connectors.cdc.config import owned_name
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.submit import SubmitResult, merge_spark_conf, spark_conf, submit_tasks
 from connect_core.runtime.settings import Settings
@@ -183,7 +184,9 @@ class CdcPipeline(Pipeline):
         self.runtime, self.source, self.sink = runtime, f"{prefix}-source", f"{prefix}-sink"
         self._db, self._target = source, target
         self._next, self._server = 1, prefix
-        self.slot = f"{prefix}_slot_{uuid.uuid4().hex[:8]}"
+        # the default slot, named after the connector: a first run killed before its first commit leaves
+        # it behind, and only a slot provably the connector's own is dropped and made again by the rerun
+        self.slot = owned_name(self.source)
         self.table = f"{prefix}_events"  # the target's (a target database may hold the JDBC pipeline's `events`)
         source.execute("CREATE TABLE events (id bigint PRIMARY KEY, kind text NOT NULL, version int NOT NULL)")
         runtime.create_connector(
@@ -195,7 +198,6 @@ class CdcPipeline(Pipeline):
                 "database.user": source.user,
                 "database.dbname": source.database,
                 "topic.prefix": prefix,
-                "slot.name": self.slot,
                 "publication.name": f"{prefix}_pub_{uuid.uuid4().hex[:8]}",
                 "table.include.list": "public.events",
             },
