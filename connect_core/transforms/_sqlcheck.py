@@ -121,6 +121,22 @@ def check_query(query: str) -> str:
     never the user's own text, so a part the two parsers read differently (where a comment ends,
     how a string escapes) is not run unseen. `RefusedQuery` unless `query` is one query over
     `__THIS__` using allowed parts only."""
+    text = _checked_text(query)
+    # The generated text is input too: sqlglot writes some quoted names raw (a LATERAL VIEW alias, an
+    # EXTRACT unit), so a name holding `--` or a line break could turn into a comment or a second
+    # query there. It must read back, through the same checks, as the very tree that was checked.
+    try:
+        again = _checked_text(text)
+    except RefusedQuery as exc:
+        raise RefusedQuery(f"is refused: a quoted name in it reads differently once written out ({exc})") from None
+    if again != text:
+        raise RefusedQuery(
+            "is refused: it does not read back as the query that was checked (a quoted name that is no name?)"
+        )
+    return text
+
+
+def _checked_text(query: str) -> str:
     if _LINE_CONTINUATION.search(query):
         # Spark's `--` comment runs on past a backslash at the line's end; sqlglot's ends there
         raise RefusedQuery("is refused: a backslash at the end of a line (where a comment ends is read two ways)")

@@ -44,6 +44,19 @@ _THIRTY = ", ".join(f"{i} AS c{i}" for i in range(30))
         # Spark fills `${env:X}` into the text before parsing: written out again, `\u0024{` is `${`
         ("SELECT *, '\\u0024{env:SECRET_X}' AS leak FROM __THIS__", "`${`"),
         ("SELECT '${x'.`}` AS a, ' AS a, t.* FROM (SELECT 1) t --' AS c FROM __THIS__", "`${`"),
+        # names sqlglot writes out unquoted (a LATERAL VIEW alias, an EXTRACT unit): the text it
+        # generates must read back as the checked query
+        (
+            "SELECT 1 FROM __THIS__ LATERAL VIEW explode(array(1)) `t--\nAS c UNION ALL SELECT "
+            "reflect('java.lang.System', 'getenv', 'PATH') FROM __THIS__ LATERAL VIEW EXPLODE(array(1)) u` AS c",
+            "reads differently once written out",
+        ),
+        ("SELECT extract(`DAY--` FROM current_date()) FROM __THIS__", "reads differently once written out"),
+        (
+            "SELECT 1 FROM __THIS__ LATERAL VIEW explode(array(1)) `t\nUNION ALL SELECT 2 FROM __THIS__ "
+            "LATERAL VIEW explode(array(1)) u` AS c",
+            "does not read back",
+        ),
         ("SELECT \uff52eflect('a', 'b') FROM __THIS__", "outside ASCII"),  # a fullwidth r
         ("SELECT TRANSFORM(line) USING 'id' FROM __THIS__", "script transform"),
     ],

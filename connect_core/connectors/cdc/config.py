@@ -87,7 +87,13 @@ class CdcConfig(ConnectorConfig):
     @field_validator("database_hostname")
     @classmethod
     def _host(cls, value: str) -> str:
-        return value if "${" in value else check_host(value)  # a placeholder is checked once filled
+        if "${" in value:
+            # the server is part of what a connector claims at create (its slot, its replica id), so it
+            # must be known there, not filled in where the task runs
+            raise ValueError(
+                "must be written out, not a config provider's placeholder: the server is claimed at create"
+            )
+        return check_host(value)
 
     @field_validator(
         "table_include_list", "table_exclude_list", "database_include_list", "database_exclude_list", check_fields=False

@@ -85,7 +85,7 @@ ALLOWED_KEYS = frozenset(
         "spark.log.level",
         "spark.yarn.queue",
         "spark.kubernetes.namespace",
-        "spark.kubernetes.container.image",
+        # not `spark.kubernetes.container.image`: an image is code to run (an operator may allow it)
         "spark.kubernetes.container.image.pullPolicy",
         "spark.kubernetes.driver.request.cores",
         "spark.kubernetes.driver.limit.cores",
@@ -219,6 +219,10 @@ def _value_problem(value: str) -> str | None:
         return f"value longer than {MAX_VALUE_CHARS} characters"
     if any(ord(c) < 32 or ord(c) == 127 or c in "\u0085\u2028\u2029" for c in value):
         return "value holds a control character or line break"
+    if "${" in value:
+        # Spark and Hadoop fill `${env.X}`, `${sys:X}`, `${other.key}` into conf values: an allowed key
+        # would carry the worker's environment to wherever another allowed key points
+        return "value holds `${`, which Spark and Hadoop fill with variables (the worker's environment)"
     return None
 
 

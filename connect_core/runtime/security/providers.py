@@ -188,11 +188,15 @@ class ConfigProviders:
 _COMPUTED_PREFIXES = ("transforms.", "predicates.")
 
 
+#: Keys that are SQL a connector runs (the JDBC source's `query`): the same, a query computes.
+_COMPUTED_KEYS = ("query",)
+
+
 def _key_problem(key: str) -> str | None:
-    if key.startswith(_COMPUTED_PREFIXES):
+    if key.startswith(_COMPUTED_PREFIXES) or key in _COMPUTED_KEYS or key.endswith(".query"):
         return (
-            "a config provider may not fill a transform's or predicate's config (what it computes could "
-            "carry the secret out); put secrets in the connector's own keys"
+            "a config provider may not fill a query or a transform's or predicate's config (what it computes "
+            "could carry the secret out); put secrets in the connector's connection keys"
         )
     return None
 

@@ -313,3 +313,14 @@ def test_a_capture_pattern_matches_a_servers_crafted_table_name_in_linear_time()
     config = {"database.hostname": "127.0.0.1", "database.user": "u", "database.dbname": "d", "topic.prefix": "p"}
     with pytest.raises(ValidationError, match="back-references or look-around"):
         PostgresCdcConfig.model_validate({**config, "table.include.list": r"public\.(a)\1"})
+
+
+def test_the_server_a_cdc_connector_claims_is_written_out_not_a_placeholder() -> None:
+    """A placeholder host is known only where the task runs, after the claims were checked: refused."""
+    from pydantic import ValidationError
+
+    from connect_core.connectors.cdc.config import PostgresCdcConfig
+
+    config = {"database.user": "u", "database.dbname": "d", "topic.prefix": "p"}
+    with pytest.raises(ValidationError, match="claimed at create"):
+        PostgresCdcConfig.model_validate({**config, "database.hostname": "${airflow:pg:host}"})

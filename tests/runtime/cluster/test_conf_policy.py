@@ -101,3 +101,16 @@ def test_s3a_keys_that_load_classes_or_name_local_paths_are_refused_whatever_is_
 
     assert forbidden_reason(key) is not None
     assert forbidden_reason("spark.hadoop.fs.s3a.access.key") is None  # credentials of the pool's own store
+
+
+def test_a_value_spark_or_hadoop_would_fill_with_variables_and_a_container_image_are_refused() -> None:
+    from connect_core.runtime.cluster.conf_policy import SparkConfPolicy
+
+    refused = SparkConfPolicy().refused(
+        {
+            "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9",
+            "spark.hadoop.fs.s3a.user.agent.prefix": "${env.CONNECT_REST_TOKEN}",
+            "spark.kubernetes.container.image": "attacker/image:latest",
+        }
+    )
+    assert set(refused) == {"spark.hadoop.fs.s3a.user.agent.prefix", "spark.kubernetes.container.image"}, refused

@@ -147,8 +147,14 @@ def test_no_placeholder_fills_what_a_transform_computes_over() -> None:
     (`reverse('${env:X}')` raised as an error): transform and predicate keys take no placeholder."""
     on = ConfigProviders({"env"}, environ={"SECRET_X": "supersecretvalue123"})
     query = "SELECT *, raise_error(reverse('${env:SECRET_X}')) AS x FROM __THIS__"
-    problems = on.problems({"transforms.q.query": query, "predicates.p.pattern": "${env:SECRET_X}"})
-    assert set(problems) == {"transforms.q.query", "predicates.p.pattern"}
+    problems = on.problems(
+        {
+            "transforms.q.query": query,
+            "predicates.p.pattern": "${env:SECRET_X}",
+            "query": "SELECT CAST(reverse('${env:SECRET_X}') AS int) AS id",  # the JDBC source's SQL
+        }
+    )
+    assert set(problems) == {"transforms.q.query", "predicates.p.pattern", "query"}
     assert "transform's or predicate's config" in problems["transforms.q.query"][0]
     with pytest.raises(ConfigError, match="transform's or predicate's config"):
         on.resolve({"transforms.q.query": query})
