@@ -32,6 +32,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from connect_core.runtime.security.urls import mask_url_credentials, url_passwords
+
 __all__ = [
     "MASK",
     "SecretMasker",
@@ -49,9 +51,6 @@ MASK = "********"
 _SECRET_WORDS = r"password|passwd|pwd|secret|token|credential|jaas|api[._-]?key|private[._-]?key|access[._-]?key|auth"
 _SECRET_KEY = re.compile(rf"(?:{_SECRET_WORDS})|(?:^|[._-])key$", re.IGNORECASE)
 
-# `://user:password@` — starts at the literal `://`; the user part stops at `:`/`/`/`@`/blank and
-# the password part at `/`, `?`, `#` or blank, so two matches never scan the same characters.
-_URL_CREDENTIALS = re.compile(r"://([^\s/@:]*):([^\s/?#@]*)@")
 # `password=…`, `"password": "…"`, `pwd = …`: a secret word, then `=` or `:`, then the value up to a
 # blank, a quote or `&` (a URL query's separator). The word may be the end of a longer key
 # (`connection.password`). `;` and `,` may be part of a password, so the mask runs past them:
@@ -131,8 +130,8 @@ class SecretMasker:
             if is_secret_key(key):
                 self.add(value if isinstance(value, str) else None)
             if isinstance(value, str) and "://" in value:
-                for match in _URL_CREDENTIALS.finditer(value):
-                    self.add(match.group(2))
+                for password in url_passwords(value):
+                    self.add(password)
 
     # -- masking ------------------------------------------------------------
 
@@ -142,7 +141,7 @@ class SecretMasker:
             return text
         text = self._known_values(text)
         if "://" in text:
-            text = _URL_CREDENTIALS.sub(lambda m: f"://{m.group(1)}:{MASK}@" if m.group(2) else m.group(0), text)
+            text = mask_url_credentials(text, MASK)
         lowered = text.lower()
         if not any(hint in lowered for hint in _HINTS):
             return text

@@ -1,37 +1,53 @@
-"""URL credentials masked for display: `spark://u:pw@host:7077` → `spark://u:***@host:7077`.
+"""URL credentials: found and masked in one scan, `spark://u:pw@host:7077` → `spark://u:***@host:7077`.
 
-A Spark master or probe URL may carry a password in its userinfo, also nested
-(`k8s://https://u:pw@host:443`). What is stored keeps it (the runtime needs it); what is shown,
-returned or logged goes through `mask_url_credentials`. A plain scan (no regex over the input):
-linear in its length whatever it holds.
+A Spark master, a probe URL, a JDBC URL or a log line may carry a password in a URL's userinfo,
+also nested (`k8s://https://u:pw@host:443`). What is stored keeps it (the runtime needs it); what
+is shown, returned or logged goes through `mask_url_credentials` (the log masker too). A plain
+scan (no regex over the input): linear in its length whatever it holds.
 """
 
 from __future__ import annotations
 
-__all__ = ["URL_MASK", "mask_url_credentials"]
+from collections.abc import Iterator
+
+__all__ = ["URL_MASK", "mask_url_credentials", "url_passwords"]
 
 URL_MASK = "***"
 _AUTHORITY_ENDS = frozenset("/?#") | frozenset(" \t\r\n\f\v")
 
 
-def mask_url_credentials(text: str) -> str:
-    """`text` with the password of every `scheme://user:password@host` in it replaced by `***`."""
-    out: list[str] = []
+def _authorities(text: str) -> Iterator[tuple[int, int, str | None]]:
+    """`(begin, end, password)` of each URL authority in `text` (`password` None without one)."""
     start = 0
     # from one before `start`: a nested URL's `://` begins at the `:` that ended the outer authority
     while (found := text.find("://", max(start - 1, 0))) >= 0:
-        begin = found + 3
-        end = begin
+        begin = end = found + 3
         while end < len(text) and text[end] not in _AUTHORITY_ENDS:
             end += 1
         authority = text[begin:end]
         at = authority.rfind("@")
+        _user, colon, password = authority[:at].partition(":") if at >= 0 else ("", "", "")
+        yield begin, end, password if colon and password else None
+        start = end
+
+
+def url_passwords(text: str) -> list[str]:
+    """The password of every `scheme://user:password@host` in `text`."""
+    return [password for _begin, _end, password in _authorities(text) if password is not None]
+
+
+def mask_url_credentials(text: str, mask: str = URL_MASK) -> str:
+    """`text` with the password of every `scheme://user:password@host` in it replaced by `mask`."""
+    out: list[str] = []
+    start = 0
+    for begin, end, password in _authorities(text):
         out.append(text[start:begin])
-        if at >= 0 and ":" in authority[:at]:
-            user = authority[:at].partition(":")[0]
-            out.append(f"{user}:{URL_MASK}{authority[at:]}")
-        else:
+        authority = text[begin:end]
+        if password is None:
             out.append(authority)
+        else:
+            at = authority.rfind("@")
+            out.append(f"{authority[:at].partition(':')[0]}:{mask}{authority[at:]}")
         start = end
     out.append(text[start:])
     return "".join(out)
