@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from connect_core.sdk.errors import RetriableError
+from connect_core.sdk.errors import ConfigError, RetriableError
 
-__all__ = ["MAX_CONCURRENT", "Interrupts", "ProbeTimeout", "ProbesBusy", "within"]
+__all__ = ["MAX_CONCURRENT", "Interrupts", "ProbeTimeout", "ProbesBusy", "checked_server", "within"]
 
 #: Checks that may wait on servers at once in one process: each holds a REST worker thread for up to
 #: its deadline, so many stalled ones would starve every other request.
@@ -120,3 +120,28 @@ def _within(seconds: float, check: Callable[[Interrupts], T], name: str) -> T:
     if outcome.error is not None:
         raise outcome.error
     return outcome.value  # type: ignore[return-value]
+
+
+def checked_server(
+    what: str, server: str, timeout_ms: int, probe: Callable[[Interrupts], dict[str, list[str]]]
+) -> dict[str, list[str]]:
+    """The problems `probe` finds with the database `what` at `server`, by config key, within
+    `timeout_ms` (`probe.timeout.ms`): a server that does not answer, cannot be reached or refuses a
+    query makes the config invalid (under `database.hostname`); `ProbesBusy` stays a 503."""
+    try:
+        return within(timeout_ms / 1000, probe, f"{what.lower()}-cdc-probe")
+    except ProbesBusy:
+        raise  # a 503: nothing is wrong with the config
+    except ProbeTimeout:
+        return {
+            "database.hostname": [
+                f"{what} at {server} did not answer within {timeout_ms} ms "
+                "(probe.timeout.ms): is the host and port right, and the server up?"
+            ]
+        }
+    except ConfigError as exc:
+        return dict(exc.errors) if exc.errors else {"database.hostname": [str(exc)]}
+    except RetriableError as exc:
+        return {"database.hostname": [str(exc)]}
+    except Exception as exc:  # a query the server refused: the config cannot work as it is
+        return {"database.hostname": [f"checking {what} at {server}: {str(exc).strip()}"]}

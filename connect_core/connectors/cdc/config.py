@@ -8,6 +8,7 @@ import ipaddress
 import re
 import socket
 import threading
+import time
 import zlib
 from typing import Any, Literal
 
@@ -236,6 +237,7 @@ _HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,6
 _NUMERIC = re.compile(r"(0x)?[0-9a-f.x]+")
 #: How long a name's lookup may take when it is compared with other connectors' (a claim).
 _RESOLVE_SECONDS = 2.0
+_RESOLVE_TTL_SECONDS = 60.0
 
 
 def check_host(host: str) -> str:
@@ -275,7 +277,13 @@ def server_identity(host: str, port: int) -> str:
 
 
 def _resolve(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The lowest address `name` resolves to, or None when it does not within `_RESOLVE_SECONDS`."""
+    """The lowest address `name` resolves to, or None when it does not within `_RESOLVE_SECONDS`;
+    looked up once a minute at most (a create compares its server with every stored CDC connector's)."""
+    return _resolve_in(name, int(time.monotonic() // _RESOLVE_TTL_SECONDS))
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolve_in(name: str, _period: int) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
 
     def lookup() -> None:

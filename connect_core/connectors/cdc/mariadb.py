@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from connect_core.connectors.cdc._deadline import Interrupts, ProbesBusy, ProbeTimeout, within
+from connect_core.connectors.cdc._deadline import Interrupts, checked_server
 from connect_core.connectors.cdc.config import MariaDbCdcConfig, captured, server_identity
 from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, check_topics, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
@@ -658,23 +658,7 @@ class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
         values = (config.database_hostname, config.database_user, config.database_password)
         if any(v is not None and "${" in v for v in values):
             return {}
-        try:
-            return within(config.probe_timeout_ms / 1000, lambda cut: _probe(config, cut), "mariadb-cdc-probe")
-        except ProbesBusy:
-            raise  # a 503: nothing is wrong with the config
-        except ProbeTimeout:
-            return {
-                "database.hostname": [
-                    f"MariaDB at {config.server()} did not answer within {config.probe_timeout_ms} ms "
-                    "(probe.timeout.ms): is the host and port right, and the server up?"
-                ]
-            }
-        except ConfigError as exc:
-            return dict(exc.errors) if exc.errors else {"database.hostname": [str(exc)]}
-        except RetriableError as exc:
-            return {"database.hostname": [str(exc)]}
-        except Exception as exc:  # a query the server refused: the config cannot work as it is
-            return {"database.hostname": [f"checking MariaDB at {config.server()}: {exc}"]}
+        return checked_server("MariaDB", config.server(), config.probe_timeout_ms, lambda cut: _probe(config, cut))
 
     def claims(self, name: str, config: MariaDbCdcConfig) -> dict[str, str]:
         """The replica id the binlog client registers with: a server drops the older of two clients

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc import pgbatch, pgoutput
-from connect_core.connectors.cdc._deadline import Interrupts, ProbesBusy, ProbeTimeout, within
+from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
 from connect_core.connectors.cdc.config import LEGACY_PUBLICATION, LEGACY_SLOT, PostgresCdcConfig, captured
 from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, check_topics, records_of, topic_for
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
@@ -703,19 +703,7 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
         going to one topic. Skipped while a connection setting is a provider's placeholder."""
         if _placeholders(config):
             return {}
-        try:
-            problems = within(config.probe_timeout_ms / 1000, lambda cut: _probe(config, cut), "pg-cdc-probe")
-        except ProbesBusy:
-            raise  # a 503: nothing is wrong with the config
-        except ProbeTimeout:
-            return {"database.hostname": [_silent(config)]}
-        except ConfigError as exc:
-            return dict(exc.errors) if exc.errors else {"database.hostname": [str(exc)]}
-        except RetriableError as exc:
-            return {"database.hostname": [str(exc)]}
-        except Exception as exc:  # a query the server refused: the config cannot work as it is
-            return {"database.hostname": [f"checking PostgreSQL at {config.server()}: {str(exc).strip()}"]}
-        return problems
+        return checked_server("PostgreSQL", config.server(), config.probe_timeout_ms, lambda cut: _probe(config, cut))
 
     def claims(self, name: str, config: PostgresCdcConfig) -> dict[str, str]:
         """The slot (a server's, whatever the database) and a publication the connector creates or
@@ -745,7 +733,10 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
         try:
             dropped = within(config.probe_timeout_ms / 1000, drop, "pg-cdc-drop")
         except ProbeTimeout as exc:
-            raise RetriableError(f"{_silent(config)}: slot `{slot}` not dropped") from exc
+            raise RetriableError(
+                f"PostgreSQL at {config.server()} did not answer within {config.probe_timeout_ms} ms "
+                f"(probe.timeout.ms): slot `{slot}` not dropped"
+            ) from exc
         if dropped:
             logging.getLogger("connect").info("connector %s: slot `%s` dropped", name, slot)
 
@@ -755,13 +746,6 @@ def _placeholders(config: PostgresCdcConfig) -> bool:
     the task runs): the server cannot be checked at create then."""
     values = (config.database_hostname, config.database_user, config.database_dbname, config.database_password)
     return any(v is not None and "${" in v for v in values)
-
-
-def _silent(config: PostgresCdcConfig) -> str:
-    return (
-        f"PostgreSQL at {config.server()} did not answer within {config.probe_timeout_ms} ms "
-        "(probe.timeout.ms): is the host and port right, and the server up?"
-    )
 
 
 def _probe(cfg: PostgresCdcConfig, cut: Interrupts) -> dict[str, list[str]]:
