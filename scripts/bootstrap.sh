@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Create .venv (once) and install the project with everything it needs.
-# Needs only Python 3.11 and Java 17 on the machine. Idempotent: a second run
+# Needs only Python 3.11 (or 3.12) and Java 17 on the machine. Idempotent: a second run
 # only checks that the install is current.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON="${PYTHON:-python3.11}"
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
-command -v java >/dev/null 2>&1 || { echo "bootstrap: Java 17+ is required for Spark (apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+# The machine first, each problem in one line (scripts/_checks.sh): before anything is installed.
+# shellcheck source=scripts/_checks.sh
+. scripts/_checks.sh
+choose_python || exit 1
+check_venv || exit 1
+check_java || exit 1
 
 # The UI test drives a real browser: Debian's chromium (Playwright's own download is not used).
 if [ "${CONNECT_SKIP_CHROMIUM:-0}" != 1 ] && ! command -v chromium >/dev/null 2>&1; then
@@ -30,15 +33,24 @@ if [ ! -f /usr/share/java/postgresql.jar ] || [ ! -f /usr/share/java/mariadb-jav
   fi
 fi
 
+# pip's output goes to a log: on failure, one line with its last error and where the rest is.
+pip_log=.venv/bootstrap-pip.log
+pip_quietly() {
+  if ! .venv/bin/python -m pip "$@" >"$pip_log" 2>&1; then
+    door "pip failed: $(grep -E '^ERROR' "$pip_log" | tail -n 1 | cut -c1-300) (all of it: $pip_log; check the network or proxy, then run again)"
+    exit 1
+  fi
+}
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
-  .venv/bin/python -m pip install --quiet --upgrade pip
+  pip_quietly install --quiet --upgrade pip
 fi
 
 stamp=.venv/.installed-$(cat pyproject.toml requirements/constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing connect-core and its dependencies into .venv (first run takes a few minutes)"
-  .venv/bin/python -m pip install --quiet -c requirements/constraints.txt -e ".[airflow,dev]"
+  pip_quietly install --quiet -c requirements/constraints.txt -e ".[airflow,dev]"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

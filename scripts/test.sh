@@ -6,6 +6,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/bootstrap.sh
+# shellcheck source=scripts/_checks.sh
+. scripts/_checks.sh
+check_test_pg || exit 1
 export SPARK_LOCAL_IP=127.0.0.1
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

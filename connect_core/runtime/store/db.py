@@ -6,6 +6,7 @@ import logging
 import math
 import warnings
 from typing import Any
+from urllib.parse import quote
 
 import psycopg2
 import psycopg2.errors
@@ -13,6 +14,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
+from connect_core.runtime.security.urls import URL_MASK, mask_url_credentials
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import ConfigError, RetriableError
 
@@ -22,6 +24,7 @@ __all__ = [
     "TIMEOUT",
     "UNAVAILABLE",
     "check_storable",
+    "connect_failure",
     "database_url",
     "make_engine",
     "masked_url",
@@ -72,8 +75,30 @@ def _embedded_url(settings: Settings) -> str:
 
 
 def masked_url(url: str) -> str:
-    """The URL with its password hidden, for logs and messages."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL with its password hidden, for logs and messages: the userinfo's and a `password` or
+    `sslpassword` query parameter's; one that does not parse is shown without its query."""
+    try:
+        parsed = make_url(url)
+    except sa_exc.ArgumentError:
+        return mask_url_credentials(url.partition("?")[0])
+    secret = {key: URL_MASK for key in parsed.query if "password" in key.lower()}
+    shown = parsed.update_query_dict(secret).render_as_string(hide_password=True)
+    return shown.replace(quote(URL_MASK, safe=""), URL_MASK)
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """Why a connection to Postgres failed, in one line (libpq's first line, without its `connection to
+    server at … failed:` preamble), if `exc` is or was caused by a failed connection; else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, psycopg2.OperationalError) and current.pgcode is None:
+            first = next((" ".join(line.split()) for line in str(current).splitlines() if line.strip()), "")
+            reason = first.partition(" failed: ")[2] if first.startswith("connection to server") else first
+            return reason or type(current).__name__
+        current = current.__cause__ or current.__context__
+    return None
 
 
 _DEFAULT_CONNECT_TIMEOUT: float = Settings.model_fields["db_connect_timeout"].default
