@@ -7,21 +7,46 @@ error raised on create all say the same thing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from pydantic import ValidationError
+from pydantic import ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from connect_core.runtime.plugins import Plugin, PluginRegistry, TransformPlugin
 from connect_core.runtime.processing import config as transforms_config
 from connect_core.runtime.security import ConfigProviders, is_secret_key, mask_config, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
-from connect_core.sdk.config import ConnectorConfig
+from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
+from connect_core.sdk.connector import Connector, SinkConnector
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["ValidatedConnector", "claim_conflicts", "config_infos", "transform_definitions", "validate_connector"]
+__all__ = [
+    "ValidatedConnector",
+    "claim_conflicts",
+    "config_infos",
+    "connector_config_model",
+    "transform_definitions",
+    "validate_connector",
+]
+
+
+@functools.cache
+def connector_config_model(cls: type[Connector[Any]]) -> type[ConnectorConfig]:
+    """The model a connector's config is validated and read with: its `config_model`, with the keys
+    every source (`SourceConnectorConfig`) or sink (`SinkConnectorConfig`) has when the model was
+    written without them (a plugin's model may subclass `ConnectorConfig` itself). So `topic.partitions`
+    is checked at create, and read by the runner, for every source whatever its model."""
+    model = cls.config_model
+    kind = SinkConnectorConfig if issubclass(cls, SinkConnector) else SourceConnectorConfig
+    if issubclass(model, kind):
+        return model
+    if issubclass(kind, model):  # the model is `ConnectorConfig` itself
+        return kind
+    merged = create_model(model.__name__, __base__=(model, kind), __module__=model.__module__)
+    return cast(type[ConnectorConfig], merged)
 
 
 @dataclass(frozen=True)
@@ -61,7 +86,7 @@ def _errors(
     else:
         try:
             plugin = registry.resolve(connector_class)
-            model_cls = plugin.cls.config_model
+            model_cls = connector_config_model(plugin.cls)
         except ConfigError as exc:
             errors.update(exc.errors)
     model: ConnectorConfig | None = None
@@ -168,7 +193,7 @@ def config_infos(
 ) -> dict[str, Any]:
     """Kafka Connect's `ConfigInfos` for `config`: one entry per known key, with its errors."""
     plugin, _model, errors = _errors(config, registry, providers, allowed_paths)
-    model_cls = plugin.cls.config_model if plugin else ConnectorConfig
+    model_cls = connector_config_model(plugin.cls) if plugin else ConnectorConfig
     shown = mask_config(config)
     configs: list[dict[str, Any]] = []
     seen: set[str] = set()

@@ -6,6 +6,7 @@ from connect_core.sdk._spark import is_connect
 from connect_core.sdk.config import (
     ConnectorConfig,
     SinkConnectorConfig,
+    SourceConnectorConfig,
     TopicList,
     TopicName,
     TopicNames,
@@ -88,6 +89,7 @@ __all__ = [
     "SinkTask",
     "SourceBatch",
     "SourceConnector",
+    "SourceConnectorConfig",
     "SourcePosition",
     "SourceTask",
     "TaskContext",

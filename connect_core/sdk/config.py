@@ -13,12 +13,23 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    create_model,
+    field_validator,
+)
 
 __all__ = [
     "CRON_PRESETS",
     "ConnectorConfig",
+    "ErrorsConfig",
     "SinkConnectorConfig",
+    "SourceConnectorConfig",
     "TopicList",
     "TopicName",
     "TopicNames",
@@ -294,6 +305,33 @@ class ConnectorConfig(BaseModel):
         return check_schedule(value, sink=issubclass(cls, SinkConnectorConfig))
 
 
+#: The `errors.*` keys alone, with `ConnectorConfig`'s own fields (the same types, defaults and
+#: aliases): how the runtime reads them from a config it holds as a dict, by the rules that validated it.
+ErrorsConfig: type[BaseModel] = create_model(
+    "ErrorsConfig",
+    __config__=ConfigDict(extra="ignore", populate_by_name=True, frozen=True),
+    __module__=__name__,
+    **{
+        name: (info.annotation, info)
+        for name, info in ConnectorConfig.model_fields.items()
+        if name.startswith("errors_")
+    },  # type: ignore[call-overload]
+)
+
+
+class SourceConnectorConfig(ConnectorConfig):
+    """Settings every source connector has: how the topics it creates are laid out."""
+
+    topic_partitions: _Whole = Field(
+        default=1,
+        validation_alias=AliasChoices("topic.partitions", "topic.creation.default.partitions"),
+        ge=1,
+        le=1024,
+        description="Partitions of a topic the source creates (Kafka's `topic.creation.default.partitions`); task "
+        "N writes partition N modulo this. A topic that exists keeps its own partition count.",
+    )
+
+
 class SinkConnectorConfig(ConnectorConfig):
     """Settings every sink connector has: the topics it consumes."""
 
@@ -305,4 +343,11 @@ class SinkConnectorConfig(ConnectorConfig):
         validation_alias=AliasChoices("connect.topicnames", "topics"),
         min_length=1,
         description="Topics to copy from: a list or a comma-separated string (`connect.topicnames` or `topics`).",
+    )
+    batch_max_rows: _Whole | None = Field(
+        default=None,
+        alias="batch.max.rows",
+        ge=1,
+        description="Most records one run reads from its topics' segments, whole segments at a time (at least one "
+        "segment is read however large; default: everything new).",
     )

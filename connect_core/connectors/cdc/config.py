@@ -16,7 +16,7 @@ import re2
 from pydantic import Field, field_validator
 
 from connect_core.sdk import compile_user_regex
-from connect_core.sdk.config import ConnectorConfig, TopicList
+from connect_core.sdk.config import SourceConnectorConfig, TopicList
 
 __all__ = ["CdcConfig", "MariaDbCdcConfig", "PostgresCdcConfig", "captured", "server_identity"]
 
@@ -29,7 +29,7 @@ _SLOT = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 LEGACY_SLOT, LEGACY_PUBLICATION = "debezium", "dbz_publication"
 
 
-class CdcConfig(ConnectorConfig):
+class CdcConfig(SourceConnectorConfig):
     """What every change-data-capture source takes: the server, the tables, the run's bounds."""
 
     database_hostname: str = Field(alias="database.hostname", min_length=1, description="Database host.")

@@ -10,7 +10,6 @@ from pydantic import AliasChoices, Field
 
 from connect_core.connectors.file._paths import absolute, check_target, file_dataset, open_regular
 from connect_core.sdk import (
-    ConnectorConfig,
     ErrantRecords,
     FatalError,
     LineageDataset,
@@ -18,6 +17,7 @@ from connect_core.sdk import (
     Positions,
     SourceBatch,
     SourceConnector,
+    SourceConnectorConfig,
     SourcePosition,
     SourceTask,
     TopicName,
@@ -33,7 +33,7 @@ _STEP = 1024 * 1024  # read size past `batch.max.bytes` while a long line goes o
 LINE_MAX_BYTES = 64 * 1024 * 1024
 
 
-class FileSourceConfig(ConnectorConfig):
+class FileSourceConfig(SourceConnectorConfig):
     filename: LocalPath = Field(
         validation_alias=AliasChoices("filename", "file"),
         min_length=1,

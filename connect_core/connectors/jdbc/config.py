@@ -11,6 +11,7 @@ from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
 from connect_core.sdk.config import (
     ConnectorConfig,
     SinkConnectorConfig,
+    SourceConnectorConfig,
     TopicList,
     check_topic_name,
     check_topic_prefix,
@@ -74,7 +75,7 @@ class JdbcConnectionConfig(ConnectorConfig):
         return value
 
 
-class JdbcSourceConfig(JdbcConnectionConfig):
+class JdbcSourceConfig(SourceConnectorConfig, JdbcConnectionConfig):
     mode: SourceMode = Field(
         default="bulk",
         description="bulk (whole table each run), incrementing, timestamp, or timestamp+incrementing (Kafka's modes).",

@@ -41,7 +41,8 @@ from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.topics.config import creation_config
 from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics.store import Segment, TopicStore
-from connect_core.sdk.config import SinkConnectorConfig
+from connect_core.runtime.validation import connector_config_model
+from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
@@ -257,7 +258,8 @@ class TaskRunner:
         """Write a source batch's records, transformed, as segments of the topics they go to; the
         records a transform set aside go to the run's dead letters."""
         segments = []
-        partition_count = int(lease.connector_config.get("topic.partitions", 1))
+        config = self._config(lease)
+        partition_count = config.topic_partitions if isinstance(config, SourceConnectorConfig) else 1
         topic_config = creation_config(lease.connector_config)  # topic.creation.default.*
         for topic, topic_records in records.items():
             transformed = transform_source(chain, topic, stamp_source(topic_records, stamp))
@@ -289,8 +291,9 @@ class TaskRunner:
         committed = {tp: c for tp, c in self._connectors.sink_offsets(lease.connector).items() if tp in owned}
         start = {tp: committed[tp].offset if tp in committed else 0 for tp in owned}
         work_started = time.monotonic()
-        max_rows = lease.connector_config.get("batch.max.rows")
-        segments = self._topics.segments_after(start, int(max_rows) if max_rows else None)
+        config = self._config(lease)
+        max_rows = config.batch_max_rows if isinstance(config, SinkConnectorConfig) else None
+        segments = self._topics.segments_after(start, max_rows)
         batch: SinkBatch | None = None
         transformed: SinkTransformed | None = None
         letters = self._dead_letters(lease)
@@ -358,7 +361,7 @@ class TaskRunner:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
         task_class = plugin_cls.task_class
         return DeadLetters(
-            ErrorSettings(lease.connector_config),
+            ErrorSettings(self._config(lease)),
             lease.connector,
             lease.task_id,
             f"{task_class.__module__}.{task_class.__qualname__}",
@@ -387,10 +390,8 @@ class TaskRunner:
         return [StagedSegment(topic, partition, rows, path)]
 
     def _retry_policy(self, lease: Lease) -> RetryPolicy:
-        config = lease.connector_config
-        return RetryPolicy(
-            int(config.get("errors.retry.timeout", 0)), int(config.get("errors.retry.delay.max.ms", 60_000))
-        )
+        config = self._config(lease)
+        return RetryPolicy(config.errors_retry_timeout, config.errors_retry_delay_max_ms)
 
     @staticmethod
     def _count_retry(result: RunResult) -> Callable[[BaseException], None]:
@@ -401,10 +402,15 @@ class TaskRunner:
 
     def _owned_partitions(self, lease: Lease) -> set[TopicPartition]:
         """Partition p of every topic belongs to task p mod task-count."""
-        plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
-        model = plugin_cls.config_model.model_validate(lease.connector_config)
+        model = self._config(lease)
         topics = model.topics if isinstance(model, SinkConnectorConfig) else []
         return self._topics.owned_partitions(topics, lease.task_id, lease.task_count)
+
+    def _config(self, lease: Lease) -> ConnectorConfig:
+        """The connector's config as its model reads it (validated at create): every setting the runner
+        uses is read from here, with the rules that validated it, never from the raw dict."""
+        model = connector_config_model(self._registry.resolve(lease.connector_class).cls)
+        return model.model_validate(lease.connector_config)
 
     # -- housekeeping -------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.processing.records import arrow_headers_type
 from connect_core.runtime.security import mask_text
+from connect_core.sdk.config import ConnectorConfig, ErrorsConfig
 from connect_core.sdk.errors import DataError
 from connect_core.sdk.records import OFFSET_COLUMN, PARTITION_COLUMN, TOPIC_COLUMN, ErrantRecordReporter, ErrantRecords
 from connect_core.sdk.transforms import HEADERS_COLUMN
@@ -34,19 +35,17 @@ log = logging.getLogger(__name__)
 
 
 class ErrorSettings:
-    """A connector's `errors.*` settings, read from its stored config."""
+    """A connector's `errors.*` settings: read from its validated config model, or from a stored config
+    through the same fields (`ErrorsConfig`), so `true`, `1` and `on` mean the same here as at create."""
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        def flag(key: str) -> bool:
-            value = config.get(key, False)
-            return value is True or (isinstance(value, str) and value.strip().lower() == "true")
-
-        self.tolerate = str(config.get("errors.tolerance", "none")).strip().lower() == "all"
-        self.log_enable = flag("errors.log.enable")
-        self.log_messages = flag("errors.log.include.messages")
-        topic = config.get("errors.deadletterqueue.topic.name") or None
-        self.topic: str | None = str(topic).strip() or None if topic else None
-        self.context_headers = flag("errors.deadletterqueue.context.headers.enable")
+    def __init__(self, config: ConnectorConfig | Mapping[str, Any]) -> None:
+        # `ErrorsConfig` has `ConnectorConfig`'s `errors_*` fields: either is read the same way
+        errors: Any = config if isinstance(config, ConnectorConfig) else ErrorsConfig.model_validate(dict(config))
+        self.tolerate = errors.errors_tolerance == "all"
+        self.log_enable = errors.errors_log_enable
+        self.log_messages = errors.errors_log_include_messages
+        self.topic: str | None = errors.errors_deadletterqueue_topic_name
+        self.context_headers = errors.errors_deadletterqueue_context_headers_enable
 
 
 class DeadLetters(ErrantRecordReporter):

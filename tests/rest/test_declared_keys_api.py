@@ -1,0 +1,65 @@
+"""Keys every source or sink has are validated at create like any other: a bad value is a 400 naming
+the key, never a run that fails (and is retried) later; the plugin's definitions list them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.rest.conftest import Served
+
+
+def _source(tmp_path: Path, **extra: object) -> dict[str, Any]:
+    return {"connector.class": "FileSourceConnector", "file": str(tmp_path / "in.txt"), "topic": "t", **extra}
+
+
+def _sink(tmp_path: Path, **extra: object) -> dict[str, Any]:
+    return {"connector.class": "FileSinkConnector", "file": str(tmp_path / "out.txt"), "topics": "t", **extra}
+
+
+@pytest.mark.parametrize("bad", ["abc", 0, -1, 10**9, True, 2.5])
+def test_a_bad_topic_partitions_is_a_400_naming_it_and_nothing_is_stored(
+    api: Served, tmp_path: Path, bad: object
+) -> None:
+    for key in ("topic.partitions", "topic.creation.default.partitions"):  # Kafka's name too
+        response = httpx.post(f"{api.url}/connectors", json={"name": "src", "config": _source(tmp_path, **{key: bad})})
+        assert response.status_code == 400, response.text
+        assert key in response.json()["message"]
+    assert httpx.get(f"{api.url}/connectors").json() == []
+
+
+@pytest.mark.parametrize("bad", ["many", 0, False])
+def test_a_bad_sink_batch_max_rows_is_a_400_naming_it(api: Served, tmp_path: Path, bad: object) -> None:
+    response = httpx.post(
+        f"{api.url}/connectors", json={"name": "out", "config": _sink(tmp_path, **{"batch.max.rows": bad})}
+    )
+    assert response.status_code == 400, response.text
+    assert "batch.max.rows" in response.json()["message"]
+
+
+def test_good_values_are_accepted_as_before(api: Served, tmp_path: Path) -> None:
+    created = httpx.post(
+        f"{api.url}/connectors", json={"name": "src", "config": _source(tmp_path, **{"topic.partitions": "3"})}
+    )
+    assert created.status_code == 201, created.text
+    sink = httpx.post(
+        f"{api.url}/connectors", json={"name": "out", "config": _sink(tmp_path, **{"batch.max.rows": 500})}
+    )
+    assert sink.status_code == 201, sink.text
+
+
+def test_validate_and_the_plugin_definitions_name_the_common_keys(api: Served, tmp_path: Path) -> None:
+    checked = httpx.put(
+        f"{api.url}/connector-plugins/FileSourceConnector/config/validate",
+        json=_source(tmp_path, **{"topic.partitions": "abc"}),
+    ).json()
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in checked["configs"]}
+    assert errors["topic.partitions"] and checked["error_count"] == 1
+
+    source_keys = {d["name"] for d in httpx.get(f"{api.url}/connector-plugins/FileSourceConnector/config").json()}
+    sink_keys = {d["name"] for d in httpx.get(f"{api.url}/connector-plugins/FileSinkConnector/config").json()}
+    assert {"topic.partitions", "errors.tolerance"} <= source_keys and "batch.max.rows" not in source_keys
+    assert {"batch.max.rows", "errors.tolerance"} <= sink_keys and "topic.partitions" not in sink_keys
