@@ -8,11 +8,9 @@ import typer
 from rich.table import Table
 
 from connect_core.cli._app import OutputOpt, _errors, app, backend, out, print_json, runtime
-from connect_core.runtime.cluster.spark_connect import public_master
+from connect_core.runtime.cluster.spark_connect import DEFAULT_SERVER_MEMORY, public_master
 from connect_core.sdk.errors import ConfigError
 
-#: A warm server's heap with `local[*]`: measured in bench/RESULTS.md ("warm Spark pool").
-DEFAULT_SERVER_MEMORY = "1g"
 #: As a managed cluster's auto-termination: an hour without a run.
 DEFAULT_IDLE_MINUTES = 60.0
 
@@ -147,7 +145,7 @@ def pools_list(output: OutputOpt = "table") -> None:
         probe = p["probe"]
         table.add_row(
             p["name"],
-            p.get("kind", ""),
+            p.get("kind", "") + (" (standby)" if p.get("standby") else ""),
             p["master"],
             str(p["capacity"]),
             "yes" if p["alive"] else "NO",

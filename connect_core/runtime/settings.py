@@ -80,6 +80,11 @@ class Settings(BaseSettings):
         "in < 3 s up to 5,000 connectors of 4 tasks. Every Airflow process must see the same value; a change "
         "moves DAGs between files at their next parse.",
     )
+    warm_pool: bool = Field(
+        default=True,
+        description="Whether `connect airflow up` starts a warm pool (a Spark Connect server and its worker) "
+        "for the platform's tasks, the `local` pool standing by; false: every task is a spark-submit on `local`.",
+    )
     airflow_url: str | None = Field(default=None, description="Airflow's base URL, to pause DAGs and trigger runs.")
     airflow_username: str = Field(default="admin", description="Airflow user for its REST API.")
     airflow_password: SecretStr | None = Field(default=None, description="Password of `airflow_username`.")

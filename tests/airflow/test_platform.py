@@ -76,6 +76,7 @@ def platform(database_url: str, pg_server: str, tmp_path: Path) -> Iterator[tupl
     port, airflow_db = _free_port(), f"airflow_platform_{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONNECT_", "AIRFLOW"))}
     env.update(CONNECT_DATABASE_URL=database_url, CONNECT_HOME=str(tmp_path / "home"), SPARK_LOCAL_IP="127.0.0.1")
+    env["CONNECT_WARM_POOL"] = "false"  # the classic path; tests/airflow/test_platform_warm_pool.py has the default
     log = (tmp_path / "platform.log").open("w")
     # Started from tmp_path with no CONNECT_FILE_ALLOWED_PATHS: Airflow's processes must get that directory.
     proc = subprocess.Popen(

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,10 +164,12 @@ def start_pool(
     *,
     capacity: int = 2,
     idle_timeout: float = 0.0,
+    also_serves: Sequence[str] = (),
     **server: Any,
 ) -> ServerInfo:
     """A warm pool: its server (`start_server(**server)`), registered as pool `name`, and its
-    worker (`worker.start_worker`), which stops both after `idle_timeout` seconds without a run."""
+    worker (`worker.start_worker`, answering callers of `also_serves` fingerprints too), which stops
+    both after `idle_timeout` seconds without a run."""
     from connect_core.runtime.cluster.spark_connect import is_connect_master
     from connect_core.runtime.execution.worker import start_worker
 
@@ -180,7 +183,14 @@ def start_pool(
         info = start_server(rt.settings, name, **server)
         try:
             rt.pools.add(name, info.master, capacity=capacity)
-            worker_pid = start_worker(rt.settings, name, info.master, idle_timeout=idle_timeout, env=server.get("env"))
+            worker_pid = start_worker(
+                rt.settings,
+                name,
+                info.master,
+                idle_timeout=idle_timeout,
+                env=server.get("env"),
+                also_serves=also_serves,
+            )
         except BaseException:
             _stop_both(rt.settings, name)
             raise

@@ -1,7 +1,10 @@
 """Spark pools (the Connect workers) and rebalancing tasks across them.
 
 A pool is alive while it heartbeats within `heartbeat_timeout` (database time);
-a `local[…]` pool is the machine the runner runs on, so it is always alive.
+a `local[…]` pool is the machine the runner runs on, so it is always alive. A
+*standby* pool gets work only while no other pool is up (alive and not failing its
+probe): the allocation sees either the preferred pools or, when every one of them
+is down, the standby ones (ADR 0008: the platform's warm pool before `local`).
 
 `rebalance` is incremental, as Kafka's cooperative rebalancing (KIP-415): while
 the live pools are those of the last full allocation, a create, resize or delete
@@ -68,6 +71,13 @@ class PoolInfo:
     seconds_since_heartbeat: float
     probe_url: str | None = None
     probe: dict[str, Any] = field(default_factory=dict)
+    #: gets work only while no other pool is up (ADR 0008)
+    standby: bool = False
+
+    @property
+    def up(self) -> bool:
+        """Alive and not failing its last probe: a preferred pool that keeps its standby idle."""
+        return self.alive and self.probe.get("ok") is not False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +91,7 @@ class PoolInfo:
             "alive": self.alive,
             "seconds_since_heartbeat": round(self.seconds_since_heartbeat, 1),
             "probe": public_probe(self.probe),
+            "standby": self.standby,
         }
 
 
@@ -120,8 +131,10 @@ class PoolStore:
         conf: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
         probe_url: str | None = None,
+        standby: bool | None = None,
     ) -> None:
-        """Register (or update) a pool; it counts as alive from now."""
+        """Register (or update) a pool; it counts as alive from now (a failed probe before is
+        forgotten). `standby`: gets work only while no other pool is up (None: as it was, else no)."""
         check_storable({"master": master, "conf": dict(conf or {}), "labels": dict(labels or {})}, "pool")
         check_storable(probe_url or "", "pool probe URL")
         check_pool_name(name)
@@ -149,9 +162,17 @@ class PoolStore:
             "labels": dict(labels or {}),
             "probe_url": probe_url,
         }
-        stmt = insert(SparkPoolRow).values(name=name, **values)
+        stmt = insert(SparkPoolRow).values(name=name, **values, standby=bool(standby))
+        fresh = {"heartbeat_at": func.now(), "probe": {}, **({} if standby is None else {"standby": standby})}
         with self._sessions.begin() as s:
-            s.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={**values, "heartbeat_at": func.now()}))
+            s.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={**values, **fresh}))
+
+    def set_standby(self, name: str, standby: bool) -> None:
+        """Make the pool a standby (work only while no other pool is up), or a preferred pool again."""
+        with self._sessions.begin() as s:
+            result = s.execute(update(SparkPoolRow).where(SparkPoolRow.name == name).values(standby=standby))
+            if result.rowcount == 0:  # type: ignore[attr-defined]
+                raise NotFoundError(f"Spark pool `{name}` not found")
 
     def remove(self, name: str) -> None:
         with self._sessions.begin() as s:
@@ -291,15 +312,28 @@ class PoolStore:
 
 
 def _live_pools(s: Session, strategy: str, heartbeat_timeout: float, max_delay: float) -> dict[str, int]:
-    """name → capacity of the pools a rebalance allocates over now."""
+    """name → capacity of the pools a rebalance allocates over now: the live preferred pools while
+    one of them is up (alive and not failing its probe), else the live standby pools, if any.
+
+    `sticky`'s grace (`max_delay`) keeps a silent pool's work among preferred pools, where moving it
+    reshuffles a cluster; it does not delay a fallback to a standby, which costs only a fenced run,
+    and the way back is as quick: the first good probe."""
     grace = max_delay if strategy == "sticky" else 0.0
+    local = SparkPoolRow.master.startswith("local")
     cutoff = func.now() - timedelta(seconds=heartbeat_timeout + grace)
+    up = local | (
+        (SparkPoolRow.heartbeat_at >= func.now() - timedelta(seconds=heartbeat_timeout))
+        & (SparkPoolRow.probe["ok"].as_boolean().is_not(False))
+    )
     rows = s.execute(
-        select(SparkPoolRow.name, SparkPoolRow.capacity)
-        .where((SparkPoolRow.heartbeat_at >= cutoff) | SparkPoolRow.master.startswith("local"))
+        select(SparkPoolRow.name, SparkPoolRow.capacity, SparkPoolRow.standby, up)
+        .where((SparkPoolRow.heartbeat_at >= cutoff) | local)
         .order_by(SparkPoolRow.name)
     ).all()
-    return {name: capacity for name, capacity in rows}
+    preferred_up = any(not standby and is_up for _, _, standby, is_up in rows)
+    standbys = any(standby for _, _, standby, _ in rows)
+    keep_standby = standbys and not preferred_up
+    return {name: capacity for name, capacity, standby, _ in rows if not standbys or standby == keep_standby}
 
 
 def _pools_reason(before: Mapping[str, int] | None, now: Mapping[str, int]) -> str:
@@ -550,6 +584,7 @@ def _info(r: SparkPoolRow, age: float, heartbeat_timeout: float) -> PoolInfo:
         age,
         r.probe_url,
         r.probe,
+        r.standby,
     )
 
 

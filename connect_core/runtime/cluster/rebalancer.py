@@ -100,7 +100,14 @@ def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> P
         if at is None:
             raise RetriableError("no live Spark pool to run on: add one with `connect pools add`")
     info = pools.get(at[0], settings.heartbeat_timeout)
-    if not info.alive and probe_one(pools, info):  # a stale heartbeat: ask the pool itself before giving up
+    if not info.up:  # a stale heartbeat or a failed probe: ask the pool itself before giving up
+        probe_one(pools, info)
+        info = pools.get(at[0], settings.heartbeat_timeout)
+    if not info.up and not info.standby and _standby_up(pools, settings):
+        # Its standby takes the work now (the sensor would at its next probe): the rebalance moves
+        # it, fencing what still runs on the pool that went down.
+        Rebalancer.from_settings(engine, settings).rebalance(f"pool {info.name} down: its standby takes the work")
+        at = pools.placement(connector, task_id) or at
         info = pools.get(at[0], settings.heartbeat_timeout)
     if not info.alive:
         raise RetriableError(
@@ -113,3 +120,7 @@ def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> P
     check_master(info.master, f"Spark pool `{info.name}`")
     conf = SparkConfPolicy.from_settings(settings).sanitized(info.conf, f"Spark pool `{info.name}`")
     return Placement(info.name, info.master, conf, at[1])
+
+
+def _standby_up(pools: PoolStore, settings: Settings) -> bool:
+    return any(p.standby and p.up for p in pools.list(settings.heartbeat_timeout))

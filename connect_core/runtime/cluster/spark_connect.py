@@ -16,10 +16,21 @@ from urllib.parse import urlsplit
 from connect_core.runtime.security.urls import mask_url_credentials
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["ConnectUrl", "is_connect_master", "pool_kind", "public_master", "reachable", "token_of"]
+__all__ = [
+    "DEFAULT_SERVER_MEMORY",
+    "ConnectUrl",
+    "is_connect_master",
+    "pool_kind",
+    "public_master",
+    "reachable",
+    "token_of",
+]
 
 CONNECT_SCHEME = "sc://"
 DEFAULT_PORT = 15002
+#: A warm server's heap with `local[*]` (`connect pools start --memory`, the platform's warm pool):
+#: measured in bench/RESULTS.md ("warm Spark pool", "warm pool by default").
+DEFAULT_SERVER_MEMORY = "1g"
 _TOKEN = re.compile(r"(;\s*token\s*=)[^;]*", re.IGNORECASE)
 
 

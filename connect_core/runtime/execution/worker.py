@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,9 @@ _SEND_TIMEOUT_S = 30.0
 #: The longest path a Unix socket can have (sun_path, with its terminating NUL).
 _MAX_SOCKET_PATH = 107
 _START_TIMEOUT_S = 90.0
+#: Other fingerprints of the worker's own metadata store (the platform's worker runs on the embedded
+#: store's URL; a `connect run` in a shell names that store by its home), comma-separated hashes.
+ALSO_SERVES_ENV = "CONNECT_WORKER_ALSO_SERVES"
 
 
 class _Forward(logging.Handler):
@@ -89,12 +93,13 @@ class _Forward(logging.Handler):
 
 
 class Worker:
-    def __init__(self, settings: Settings, pool: str, idle_timeout: float) -> None:
+    def __init__(self, settings: Settings, pool: str, idle_timeout: float, also_serves: Sequence[str] = ()) -> None:
         from connect_core.runtime.context import Runtime
 
         self.settings, self.pool, self.idle_timeout = settings, pool, idle_timeout
         self.runtime = Runtime.open(settings, upgrade=False)
         self.fingerprint = fingerprint(settings)
+        self.also_serves = sorted(set(also_serves) - {self.fingerprint})
         self.forward = _Forward()
         logging.getLogger().addHandler(self.forward)
         self.busy = threading.BoundedSemaphore(_MAX_CONNECTIONS)
@@ -173,7 +178,16 @@ class Worker:
         request = _read_request(conn)
         conn.settimeout(None)
         if request.get("op") == "ping":
-            _answer(conn, {"ok": True, "pool": self.pool, "fingerprint": self.fingerprint, "pid": os.getpid()})
+            _answer(
+                conn,
+                {
+                    "ok": True,
+                    "pool": self.pool,
+                    "fingerprint": self.fingerprint,
+                    "also_serves": self.also_serves,
+                    "pid": os.getpid(),
+                },
+            )
         elif request.get("op") == "run":
             self._run(conn, request)
         else:
@@ -181,7 +195,7 @@ class Worker:
 
     def _run(self, conn: socket.socket, request: dict[str, Any]) -> None:
         names, task, master = _run_arguments(request)
-        if request.get("fingerprint") != self.fingerprint:
+        if request.get("fingerprint") not in (self.fingerprint, *self.also_serves):
             _answer(conn, {"error": "the worker serves another metadata store", "code": "refused"})
             return
         if self.stopping.is_set():
@@ -350,10 +364,18 @@ def _same_user(conn: socket.socket) -> bool:
 
 
 def start_worker(
-    settings: Settings, pool: str, master: str, *, idle_timeout: float = 0.0, env: dict[str, str] | None = None
+    settings: Settings,
+    pool: str,
+    master: str,
+    *,
+    idle_timeout: float = 0.0,
+    env: dict[str, str] | None = None,
+    also_serves: Sequence[str] = (),
 ) -> int:
     """Start the pool's worker (detached, its output in `pools/<pool>.worker.log`) and wait until it
-    answers; its pid. The server's URL, which holds its token, goes by environment."""
+    answers; its pid. The server's URL, which holds its token, goes by environment. `also_serves`:
+    other fingerprints of the same metadata store (`worker_client.fingerprint`), whose callers it
+    answers too."""
     from connect_core.runtime.cluster.connect_server import pool_folder
     from connect_core.runtime.execution.submit import REMOTE_ENV, security_env
 
@@ -371,6 +393,7 @@ def start_worker(
         "CONNECT_HOME": str(settings.home),
         REMOTE_ENV: master,
         **(env or {}),
+        ALSO_SERVES_ENV: ",".join(also_serves),
     }
     if settings.database_url is not None:
         proc_env["CONNECT_DATABASE_URL"] = settings.database_url.get_secret_value()
@@ -424,7 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     if settings.database_url is not None:
         masker.add_config({"database_url": settings.database_url.get_secret_value()})
-    worker = Worker(settings, args.pool, args.idle_timeout)
+    also_serves = [f for f in os.environ.pop(ALSO_SERVES_ENV, "").split(",") if f]
+    worker = Worker(settings, args.pool, args.idle_timeout, also_serves)
     _warm_client(master)
 
     def stop(*_: object) -> None:

@@ -110,7 +110,7 @@ def find_worker(home: Path | str, fingerprint_: str, pool: str | None = None) ->
     for path in candidates:
         if path.is_socket():
             answer = ping(path)
-            if answer is not None and answer.get("fingerprint") == fingerprint_:
+            if answer is not None and fingerprint_ in (answer.get("fingerprint"), *answer.get("also_serves", ())):
                 return path
     return None
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     DateTime,
     ForeignKey,
     ForeignKeyConstraint,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -242,6 +244,8 @@ class SparkPoolRow(Base):
     # what the last probe said (migration 0004).
     probe_url: Mapped[str | None] = mapped_column(Text)
     probe: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    # A standby pool gets work only while no other pool is alive (migration 0013, ADR 0008).
+    standby: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
 
 
 class AssignmentRow(Base):
