@@ -39,8 +39,10 @@ RUN mkdir connect_core && touch connect_core/__init__.py README.md \
  && pip uninstall -y connect-core \
  && rm -rf connect_core README.md build connect_core.egg-info
 
-# The project. Installed in editable mode: the runtime finds migrations/ next to the
-# package (connect_core/runtime/store/migrate.py), and Airflow reads dags/ and plugins/ here.
+# The project, installed in editable mode. The package ships migrations/, dags/ and plugins/ as
+# connect_core/_migrations, _dags and _plugins, symlinks to the folders copied here (a wheel
+# holds copies instead; see pyproject.toml): so the runtime's migrations and the folders Airflow
+# reads (docker-compose.yml's AIRFLOW__CORE__DAGS_FOLDER and PLUGINS_FOLDER) are these.
 COPY README.md ./
 COPY migrations/ migrations/
 COPY dags/ dags/
@@ -51,13 +53,16 @@ RUN pip install -c requirements/constraints.txt -e ".[airflow]" \
 
 # pip puts pyspark's launchers (spark-submit, spark-class, find-spark-home, find_spark_home.py)
 # into /usr/local/bin, which is on PATH; they locate SPARK_HOME (the pyspark package) themselves,
-# so no SPARK_HOME is set. Check that at build time rather than at the first task run.
+# so no SPARK_HOME is set. Check that at build time rather than at the first task run; and that
+# the package's DAG and plugin folders are the ones docker-compose.yml gives Airflow.
 RUN PYSPARK_DIR="$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" \
  && test -x "$PYSPARK_DIR/bin/spark-class" \
  && test "$(command -v spark-class)" = /usr/local/bin/spark-class \
  && test "$(command -v spark-submit)" = /usr/local/bin/spark-submit \
  && spark-submit --version \
  && connect --help >/dev/null \
+ && test "$(connect airflow dags-path)" = /opt/connect/dags \
+ && test "$(connect airflow plugins-path)" = /opt/connect/plugins \
  && ls /usr/share/java/postgresql.jar /usr/share/java/mariadb-java-client.jar
 
 ENV CONNECT_HOME=/home/connect/.connect \

@@ -5,6 +5,12 @@ default, or CONNECT_DATABASE_URL's server), in a database of its own, with
 this project's `dags/` and `plugins/`. Airflow settings that must agree
 between processes (the JWT secret, the execution API address) are generated
 once and kept under `$CONNECT_HOME/airflow`.
+
+Unless `CONNECT_WARM_POOL` is false (`--no-warm-pool`), the platform also runs a warm pool
+(`WarmPool`: a Spark Connect server and its worker, as `connect pools start warm`) for the length
+of its life, and makes the classic `local` pool its standby: tasks cost a request to a warm
+process instead of a spark-submit, and go back to `local` whenever the warm pool is down
+(docs/adr/0008-warm-pool-by-default.md).
 """
 
 from __future__ import annotations
@@ -15,23 +21,45 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg2
+from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.execution.submit import security_env
 from connect_core.runtime.settings import Settings
 
-__all__ = ["AIRFLOW_COMPONENTS", "Platform", "airflow_environment"]
+if TYPE_CHECKING:
+    from connect_core.runtime.context import Runtime
 
-ROOT = Path(__file__).resolve().parents[1]
+__all__ = [
+    "AIRFLOW_COMPONENTS",
+    "DAGS_FOLDER",
+    "PLUGINS_FOLDER",
+    "STANDBY_POOL",
+    "WARM_POOL",
+    "Platform",
+    "WarmPool",
+    "airflow_environment",
+]
+
+# The repository's `dags/` and `plugins/`, shipped inside the package (see pyproject.toml): the
+# checkout's folders in an editable install, the installed copies in a wheel's.
+DAGS_FOLDER = Path(str(files("connect_core") / "_dags")).resolve()
+PLUGINS_FOLDER = Path(str(files("connect_core") / "_plugins")).resolve()
 AIRFLOW_COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 ADMIN_USER = "admin"
+#: The platform's warm pool, and the classic pool that stands by for it.
+WARM_POOL = "warm"
+STANDBY_POOL = "local"
 
 
 @dataclass(frozen=True)
@@ -84,8 +112,8 @@ def airflow_environment(settings: Settings, connect_url: str, *, port: int, airf
     env = {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": _ensure_database(connect_url, airflow_db),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
@@ -175,3 +203,70 @@ def _wait_healthy(base: str, procs: list[subprocess.Popen[bytes]], timeout: floa
             pass
         time.sleep(1)
     raise TimeoutError(f"Airflow's API did not answer at {base} within {timeout:.0f} s")
+
+
+class WarmPool:
+    """The platform's warm pool: started beside Airflow (a thread: both take seconds), its idle
+    timeout off, `local` made its standby; stopped with the platform if the platform started it
+    (a warm pool of the same name already serving this store is used as it is, and left running)."""
+
+    def __init__(
+        self, rt: Runtime, connect_url: str, *, capacity: int | None = None, memory: str | None = None
+    ) -> None:
+        from connect_core.runtime.cluster.spark_connect import DEFAULT_SERVER_MEMORY
+
+        self._rt, self._connect_url = rt, connect_url
+        # Every core of this machine: a task is mostly waiting on its databases, the server runs `local[*]`.
+        self.capacity = capacity or max(1, os.cpu_count() or 1)
+        self.memory = memory or DEFAULT_SERVER_MEMORY
+        self.started = False  # by this platform: it stops it
+        self.note = ""  # what happened, for the user
+        self._thread = threading.Thread(target=self._start, name="warm-pool", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wait(self) -> bool:
+        """Wait for the start; whether the warm pool serves the platform (else `note` says why)."""
+        self._thread.join()
+        return self.started or self.note.startswith("using")
+
+    def _start(self) -> None:
+        from connect_core.runtime.cluster.connect_server import start_pool
+        from connect_core.runtime.execution.worker_client import find_worker, fingerprint
+
+        rt = self._rt
+        # The platform's processes name the store by its URL; a shell's `connect run` may name the
+        # embedded one by its home: the worker answers both.
+        airflow_settings = rt.settings.model_copy(update={"database_url": SecretStr(self._connect_url)})
+        marks = [fingerprint(rt.settings), fingerprint(airflow_settings)]
+        try:
+            if find_worker(rt.settings.home, marks[1], pool=WARM_POOL) is not None:
+                self.note = f"using the running warm pool `{WARM_POOL}`"
+            else:
+                info = start_pool(
+                    rt,
+                    WARM_POOL,
+                    capacity=self.capacity,
+                    idle_timeout=0.0,  # the platform stops it
+                    conf={"spark.driver.memory": self.memory},
+                    also_serves=marks,
+                )
+                self.started = True
+                self.note = (
+                    f"warm pool `{WARM_POOL}`: up in {info.started_s + info.warmed_s:.0f} s, capacity "
+                    f"{self.capacity}, heap {self.memory}"
+                )
+            if any(p.name == STANDBY_POOL for p in rt.pools.list(rt.settings.heartbeat_timeout)):
+                rt.pools.set_standby(STANDBY_POOL, True)
+        except Exception as exc:  # the platform runs all the same, on the classic pool
+            self.note = f"no warm pool ({type(exc).__name__}: {exc}); tasks run on `{STANDBY_POOL}`"
+
+    def stop(self) -> None:
+        """Stop the pool if this platform started it (its worker lets running requests finish)."""
+        from connect_core.runtime.cluster.connect_server import stop_pool
+
+        self._thread.join()
+        if self.started:
+            stop_pool(self._rt.settings, WARM_POOL)
+            self.started = False

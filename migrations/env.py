@@ -8,7 +8,7 @@ passes an open connection in `config.attributes["connection"]`; running the
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine, text
+from sqlalchemy import Connection, create_engine, text
 
 from connect_core.runtime.store.models import SCHEMA, Base
 
@@ -16,7 +16,7 @@ config = context.config
 target_metadata = Base.metadata
 
 
-def _run(connection) -> None:  # type: ignore[no-untyped-def]
+def _run(connection: Connection) -> None:
     connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"'))
     context.configure(
         connection=connection,

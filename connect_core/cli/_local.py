@@ -8,7 +8,18 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from connect_core.cli._app import OutputOpt, _errors, app, err, out, print_json, runtime
+from connect_core.cli._app import (
+    OutputOpt,
+    _errors,
+    app,
+    err,
+    java_problem,
+    out,
+    print_error,
+    print_json,
+    require_free_port,
+    runtime,
+)
 
 db_app = typer.Typer(help="The metadata schema.", no_args_is_help=True)
 airflow_app = typer.Typer(help="The local Airflow platform.", no_args_is_help=True)
@@ -43,7 +54,10 @@ def run(
         _print_runs(names, results, groups)
     for r in results:
         if r.get("state") not in ("SUCCEEDED", "SKIPPED"):
-            if r.get("run_id") is None and r.get("tail"):
+            problem = java_problem() if r.get("run_id") is None else None  # spark-submit never started it
+            if problem:
+                print_error(problem)
+            elif r.get("run_id") is None and r.get("tail"):
                 err.print(
                     f"{r['connector']} task {r['task_id']} exited with {r['exit_code']}; last output:\n{r['tail']}",
                     highlight=False,
@@ -123,6 +137,8 @@ def serve(
     from connect_core.runtime.settings import Settings
 
     settings = Settings()
+    with _errors():
+        require_free_port(host, port)
     with runtime():  # migrate and check the store once, up front
         pass
     try:
@@ -187,23 +203,67 @@ def db_downgrade(revision: str) -> None:
         out.print(f"metadata schema at {revision}")
 
 
+@airflow_app.command("dags-path")
+def airflow_dags_path() -> None:
+    """Print the folder of Connect's DAG files (`connect_dags.py` and its shards), in the installed package.
+
+    `connect airflow up` uses it. For an Airflow of your own, in the same environment as
+    connect-core: set its `dags_folder` to it
+    (`export AIRFLOW__CORE__DAGS_FOLDER="$(connect airflow dags-path)"`), or, to keep your own
+    folder, symlink its `connect_dags*.py` files into it (a symlink follows upgrades of the
+    package; a copy would not)."""
+    from connect_core.platform import DAGS_FOLDER
+
+    out.print(str(DAGS_FOLDER), markup=False, highlight=False, soft_wrap=True)
+
+
+@airflow_app.command("plugins-path")
+def airflow_plugins_path() -> None:
+    """Print the folder of Connect's Airflow plugin (`connect_plugin.py`), in the installed package.
+
+    `connect airflow up` uses it. For an Airflow of your own: set its `plugins_folder` to it
+    (`export AIRFLOW__CORE__PLUGINS_FOLDER="$(connect airflow plugins-path)"`), or symlink its
+    `connect_plugin.py` into your plugins folder. One of the two, not both: Airflow skips a
+    second plugin named `connect` and lists it as an import error."""
+    from connect_core.platform import PLUGINS_FOLDER
+
+    out.print(str(PLUGINS_FOLDER), markup=False, highlight=False, soft_wrap=True)
+
+
 @airflow_app.command("up")
 def airflow_up(
     port: Annotated[int, typer.Option(help="Port of the Airflow UI and API (bound to 127.0.0.1)")] = 8080,
     airflow_db: Annotated[
         str, typer.Option(help="Database for Airflow's own metadata, on the same server")
     ] = "airflow",
+    warm_pool: Annotated[
+        bool | None,
+        typer.Option(
+            "--warm-pool/--no-warm-pool",
+            help="Run the tasks on a warm pool started with the platform, `local` standing by "
+            "(default: CONNECT_WARM_POOL, true)",
+        ),
+    ] = None,
 ) -> None:
-    """Start Airflow (api-server, scheduler, dag-processor, triggerer) with Connect's DAGs and plugin."""
-    from connect_core.platform import airflow_environment, run_platform
+    """Start Airflow (api-server, scheduler, dag-processor, triggerer) with Connect's DAGs and plugin,
+    and a warm pool (a Spark Connect server and its worker) that runs the tasks while it is up."""
+    from connect_core.platform import WarmPool, airflow_environment, run_platform
 
+    with _errors():
+        require_free_port("127.0.0.1", port)  # the api-server's: its own failure would show only in its log
     with runtime() as rt:
         platform = airflow_environment(rt.settings, rt.database_url, port=port, airflow_db=airflow_db)
+        warm = WarmPool(rt, rt.database_url) if (rt.settings.warm_pool if warm_pool is None else warm_pool) else None
+        if warm is not None:
+            warm.start()  # beside Airflow's start
 
         def ready(p: Any) -> None:
             from connect_core.runtime.airflow_client import AirflowClient
             from connect_core.runtime.cluster.rebalancer import sync_airflow_pools
 
+            if warm is not None:
+                warm.wait()
+                (out if warm.started or not warm.note.startswith("no") else err).print(warm.note, highlight=False)
             # Every Spark pool gets its Airflow pool before the first task is scheduled.
             warning = sync_airflow_pools(rt.pools, AirflowClient(p.url, p.username, p.password))
             if warning:
@@ -213,5 +273,9 @@ def airflow_up(
             )
             out.print(f"Connect view: {p.url}/connect-ui/   logs: {p.env['AIRFLOW_HOME']}/logs   (Ctrl-C stops)")
 
-        code = run_platform(platform, on_ready=ready)
+        try:
+            code = run_platform(platform, on_ready=ready)
+        finally:
+            if warm is not None:
+                warm.stop()
     raise typer.Exit(code)

@@ -1,8 +1,13 @@
-"""Applying the Alembic migrations in `migrations/` to the metadata store."""
+"""Applying the Alembic migrations in `migrations/` to the metadata store.
+
+They ship inside the package as `connect_core/_migrations` (a symlink to the top-level folder in
+the checkout, a copy in a wheel), so an editable and a wheel install find them the same way.
+"""
 
 from __future__ import annotations
 
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
 from alembic import command
@@ -14,7 +19,7 @@ from connect_core.runtime.store.models import SCHEMA
 
 __all__ = ["MIGRATIONS_DIR", "current", "downgrade", "head", "upgrade"]
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
+MIGRATIONS_DIR = Path(str(files("connect_core") / "_migrations")).resolve()
 
 
 def _config() -> Config:
