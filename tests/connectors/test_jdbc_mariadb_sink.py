@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution import _faults
 from connect_core.runtime.execution.runner import TaskRunner
+from connect_core.sdk.testing import faults
 from tests.connectors.jdbc_helpers import Database, create_upsert_sink, mariadb_target, postgres, synced  # noqa: F401  (fixtures)
 
 PG_TYPES = """
@@ -145,7 +145,7 @@ def test_a_crash_at_any_point_loses_and_duplicates_nothing(
         if at == point:
             raise RuntimeError(f"crashed at {at}")
 
-    monkeypatch.setattr(_faults, "checkpoint", crash)
+    monkeypatch.setattr(faults, "checkpoint", crash)
     failed = runner.run("sink", 0)
     assert failed.state == "FAILED" and f"crashed at {point}" in failed.message
     assert runtime.connectors.sink_offsets("sink") == {}

@@ -7,7 +7,7 @@ import random
 
 import pyarrow as pa
 
-from connect_core.connectors.jdbc import _tolerant
+from connect_core.connectors.jdbc.targets import _postgres_tolerant as _tolerant
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
 
 

@@ -1,2 +1,7 @@
 """Change-data-capture connectors: log-based sources reading PostgreSQL's logical replication
-(`pgoutput`) and MariaDB's row binlog as Debezium-style change events."""
+(`pgoutput`) and MariaDB's row binlog as Debezium-style change events.
+
+One subpackage per database (`postgres/`, `mariadb/`), each exporting its connector from its
+`__init__`; what they share is here: Debezium's envelope (`envelope`), the configs (`config`) and
+the bounded server checks (`_deadline`).
+"""

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import AliasChoices, Field
 
 from connect_core.connectors.file._paths import absolute, check_target, file_dataset, open_regular
-from connect_core.runtime.execution import _faults
 from connect_core.sdk import (
     CommittedOffset,
     LineageDataset,
@@ -22,6 +21,7 @@ from connect_core.sdk import (
     SinkTask,
     TopicPartition,
 )
+from connect_core.sdk.testing import faults
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -140,7 +140,7 @@ class FileSinkTask(SinkTask):
                 for i, row in enumerate(text.toLocalIterator(prefetchPartitions=True)):
                     if i == half and half:
                         f.flush()
-                        _faults.checkpoint("mid_sink")  # half the batch on disk, nothing committed
+                        faults.checkpoint("mid_sink")  # half the batch on disk, nothing committed
                     f.write(("" if row.text is None else row.text).encode("utf-8") + b"\n")
                 f.flush()
                 os.fsync(f.fileno())

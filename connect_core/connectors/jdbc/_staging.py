@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from connect_core.connectors.jdbc.dialect import parse_identifier
+from connect_core.connectors.jdbc.dialects import parse_identifier
 from connect_core.sdk import ArrowRecords
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.transforms import TOMBSTONE_COLUMN, is_value_column

@@ -13,96 +13,20 @@ refuse such options by deny-list; a new driver release adds new ones, so here on
 known to be harmless pass, and a URL in any form this module does not parse exactly (another
 scheme, sub-protocol, several hosts, `address=(…)`, key-value host parts, user info, encoded or
 odd parameter names) is refused rather than guessed at. Keys are compared case-insensitively,
-every occurrence of a repeated key is checked, and `;` separates parameters as `&` does.
+every occurrence of a repeated key is checked, and `;` separates parameters as `&` does. Each
+database's schemes and harmless parameters are its dialect's (`dialects/`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["ALLOWED_PARAMETERS", "check_jdbc_url"]
+__all__ = ["check_jdbc_url"]
 
-#: Harmless parameters per URL scheme, lower-case (the drivers read keys case-insensitively or not
-#: at all: compared lower-case, a key in another case is no way around this list).
-_POSTGRES = frozenset(
-    s.lower()
-    for s in (
-        "user",
-        "password",
-        "ssl",
-        "sslmode",
-        "gssEncMode",
-        "channelBinding",
-        "ApplicationName",
-        "currentSchema",
-        "connectTimeout",
-        "socketTimeout",
-        "loginTimeout",
-        "cancelSignalTimeout",
-        "tcpKeepAlive",
-        "tcpNoDelay",
-        "readOnly",
-        "readOnlyMode",
-        "stringtype",
-        "prepareThreshold",
-        "preparedStatementCacheQueries",
-        "preparedStatementCacheSizeMiB",
-        "preferQueryMode",
-        "reWriteBatchedInserts",
-        "defaultRowFetchSize",
-        "binaryTransfer",
-        "targetServerType",
-        "assumeMinServerVersion",
-        "unknownLength",
-        "logUnclosedConnections",
-        "disableColumnSanitiser",
-        "escapeSyntaxCallMode",
-        "quoteReturningIdentifiers",
-    )
-)
-_MYSQL = frozenset(
-    s.lower()
-    for s in (
-        "user",
-        "password",
-        "useSSL",
-        "requireSSL",
-        "sslMode",
-        "verifyServerCertificate",
-        "enabledSslProtocolSuites",
-        "enabledSslCipherSuites",
-        "connectTimeout",
-        "socketTimeout",
-        "tcpKeepAlive",
-        "tcpNoDelay",
-        "useCompression",
-        "characterEncoding",
-        "useUnicode",
-        "serverTimezone",
-        "connectionTimeZone",
-        "useServerPrepStmts",
-        "rewriteBatchedStatements",
-        "useBulkStmts",
-        "useBatchMultiSend",
-        "cachePrepStmts",
-        "prepStmtCacheSize",
-        "prepStmtCacheSqlLimit",
-        "defaultFetchSize",
-        "useCursorFetch",
-        "zeroDateTimeBehavior",
-        "tinyInt1isBit",
-        "transformedBitIsBoolean",
-        "yearIsDateType",
-        "useAffectedRows",
-        "permitMysqlScheme",
-        "restrictedAuth",
-    )
-)
-ALLOWED_PARAMETERS = {"postgresql": _POSTGRES, "mysql": _MYSQL, "mariadb": _MYSQL}
-
-_SCHEME = re.compile(r"jdbc:(postgresql|mysql|mariadb)://")
+_SCHEME = re.compile(r"jdbc:([a-z][a-z0-9]{0,30})://")
 # An optional `user[:password]@` (no `=`, `,`, `(`, `;`, `&`: percent-encode them) and one host (a
 # name, an IPv4 or a bracketed IPv6 address) with an optional port: no list of hosts, no
 # `address=(…)` or `(host=…,key=value)` parts, where the drivers read parameters.
@@ -113,13 +37,13 @@ _AUTHORITY = re.compile(
 )
 _DATABASE = re.compile(r"[A-Za-z0-9_$.-]{0,64}")
 _KEY = re.compile(r"[A-Za-z][A-Za-z0-9_.]{0,99}")
-_SUPPORTED = "jdbc:postgresql://host[:port]/db or jdbc:mariadb://host[:port]/db (jdbc:mysql:// too)"
 _MAX_LENGTH = 4096
 
 
-def check_jdbc_url(url: str, key: str = "connection.url") -> str:
-    """`url`'s scheme (postgresql, mysql or mariadb) when it is a URL of the supported form whose
-    parameters are all allowed; a ConfigError naming what is refused otherwise."""
+def check_jdbc_url(url: str, allowed: Mapping[str, frozenset[str]], supported: str, key: str = "connection.url") -> str:
+    """`url`'s scheme when it is one of `allowed`'s (scheme: its harmless parameters, lower-case) in
+    the supported form and its parameters are all allowed; a ConfigError naming what is refused
+    otherwise (`supported`: the URL forms, for the message)."""
     if len(url) > _MAX_LENGTH:
         raise ConfigError(f"`{key}` is longer than {_MAX_LENGTH} characters", {key: ["too long"]})
     if any(c.isspace() or not c.isprintable() or not c.isascii() for c in url):
@@ -128,11 +52,11 @@ def check_jdbc_url(url: str, key: str = "connection.url") -> str:
             {key: ["whitespace, control or non-ASCII character"]},
         )
     scheme = _SCHEME.match(url)
-    if scheme is None:
+    if scheme is None or scheme.group(1) not in allowed:
         raise ConfigError(
-            f"`{key}` must be {_SUPPORTED}; other drivers, sub-protocols (replication, loadbalance, …) "
+            f"`{key}` must be {supported}; other drivers, sub-protocols (replication, loadbalance, …) "
             "and URL forms are refused",
-            {key: [f"unsupported JDBC URL: use {_SUPPORTED}"]},
+            {key: [f"unsupported JDBC URL: use {supported}"]},
         )
     kind = scheme.group(1)
     rest, _, query = url[scheme.end() :].partition("?")
@@ -149,7 +73,7 @@ def check_jdbc_url(url: str, key: str = "connection.url") -> str:
             f"`{key}`: the database name `{database[:100]}` must be letters, digits, `_`, `$`, `.` or `-`",
             {key: ["the database name is not a plain name"]},
         )
-    refused = [name for name in _parameter_names(query, key) if name.lower() not in ALLOWED_PARAMETERS[kind]]
+    refused = [name for name in _parameter_names(query, key) if name.lower() not in allowed[kind]]
     if refused:
         names = ", ".join(f"`{name}`" for name in dict.fromkeys(refused))
         raise ConfigError(

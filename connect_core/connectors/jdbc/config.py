@@ -7,12 +7,13 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from connect_core.connectors.jdbc.dialect import dialect_for, parse_identifier
+from connect_core.connectors.jdbc.dialects import dialect_for, parse_identifier
 from connect_core.sdk.config import (
     ConnectorConfig,
     SinkConnectorConfig,
     SourceConnectorConfig,
     TopicList,
+    WholeNumber,
     check_topic_name,
     check_topic_prefix,
     is_placeholder,
@@ -104,7 +105,7 @@ class JdbcSourceConfig(SourceConnectorConfig, JdbcConnectionConfig):
         alias="key.fields",
         description="Columns that make each record's key; by default a table's primary key (a query's rows: none).",
     )
-    batch_max_rows: int | None = Field(
+    batch_max_rows: WholeNumber | None = Field(  # by the one rule of count keys: `true` is no 1
         default=None,
         alias="batch.max.rows",
         ge=1,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from connect_core.connectors.jdbc._driver_jar import DriverJars
 from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
 from connect_core.connectors.jdbc.config import JdbcSourceConfig
-from connect_core.connectors.jdbc.dialect import driver_jars, lineage_datasets, parse_identifier
+from connect_core.connectors.jdbc.dialects import driver_jars, lineage_datasets, parse_identifier
 from connect_core.sdk import (
     DRIVER_MAX_ROWS,
     ArrowRecords,
@@ -75,7 +75,7 @@ class JdbcSourceTask(SourceTask):
                 continue
             how = "Spark's JDBC reader"
             if isinstance(df, ArrowRecords):
-                how = "COPY" if jdbc.pg_dsn else "connectorx"
+                how = jdbc.dialect.bulk_reader
                 how += " in the driver" if df.in_driver else f" in {len(df.units)} Spark partition(s)"
             self.log.info("%s: reading the window through %s", source.topic, how)
             key = list(cfg.key_fields) or (jdbc.primary_key(source.table) if source.table is not None else [])
@@ -91,7 +91,7 @@ class JdbcSourceTask(SourceTask):
         jdbc = Jdbc(None, cfg)
         if cfg.mode == "bulk":
             return True
-        if cfg.query and not jdbc.pg_dsn and cfg.mode != "incrementing":
+        if cfg.query and not jdbc.dialect.describes_queries and cfg.mode != "incrementing":
             return None  # a query's timestamp column type comes from Spark's JDBC reader
         try:
             return any(
@@ -117,6 +117,7 @@ class _Window:
 
     def __init__(self, cfg: JdbcSourceConfig, jdbc: Jdbc, source: _Source) -> None:
         self.cfg, self.jdbc, self.source = cfg, jdbc, source
+        self.dialect = jdbc.dialect
         self.q = jdbc.dialect.quote
         self.inc = self.q(cfg.incrementing_column_name) if cfg.incrementing_column_name else None
         self.ts = self.q(cfg.timestamp_column_name) if cfg.timestamp_column_name else None
@@ -124,7 +125,7 @@ class _Window:
     def read(self, last: Any) -> tuple[DataFrame | ArrowRecords | None, dict[str, Any] | None]:
         columns = self._columns()
         select = ", ".join(
-            f"{self.jdbc.text_cast(self.q(c.name))} AS {self.q(c.name)}" if c.as_text else self.q(c.name)
+            f"{self.dialect.text_cast(self.q(c.name))} AS {self.q(c.name)}" if c.as_text else self.q(c.name)
             for c in columns
         )
         where, offset = self.bounds(last, columns)
@@ -178,7 +179,7 @@ class _Window:
         where = " AND ".join(after) or "1=1"
         if self.cfg.batch_max_rows:
             inner = f"SELECT {self.inc} AS v FROM {self.source.relation} WHERE {where} ORDER BY {self.inc}"
-            sql = f"SELECT MAX(v) AS hi FROM ({inner}{self.jdbc.limit(self.cfg.batch_max_rows)}) b"
+            sql = f"SELECT MAX(v) AS hi FROM ({inner}{self.dialect.limit(self.cfg.batch_max_rows)}) b"
         else:
             sql = f"SELECT MAX({self.inc}) AS hi FROM {self.source.relation} WHERE {where}"
         (row,) = self.jdbc.rows(sql, f"finding new rows of {self.source.topic}")
@@ -190,24 +191,22 @@ class _Window:
     def _timestamp(self, last: dict[str, Any], columns: list[Column]) -> tuple[list[str] | None, dict[str, Any] | None]:
         assert self.ts is not None
         ts_type = next(c.sql_type for c in columns if c.name == self.cfg.timestamp_column_name)
-        # PostgreSQL compares a timestamptz with CURRENT_TIMESTAMP, a timestamp with LOCALTIMESTAMP.
-        with_zone = self.jdbc.dialect.name != "mariadb" and ts_type == "timestamp with time zone"
-        cut = f"{self.ts} < {self.jdbc.now_minus(self.cfg.timestamp_delay_interval_ms, with_zone)}"
+        cut = f"{self.ts} < {self.dialect.now_minus(self.cfg.timestamp_delay_interval_ms, ts_type)}"
         after = self._after(last)
         where = " AND ".join([*after, cut])
         order = [self.ts, *([self.inc] if self.inc else [])]
-        fields = f"{self.jdbc.timestamp_text(self.ts)} AS t" + (f", {self.inc} AS i" if self.inc else "")
+        fields = f"{self.dialect.timestamp_text(self.ts)} AS t" + (f", {self.inc} AS i" if self.inc else "")
         desc = ", ".join(f"{o} DESC" for o in order)
         if self.cfg.batch_max_rows:
             inner = (
                 f"SELECT {self.ts}, {self.inc or self.ts} AS connect_i FROM {self.source.relation} WHERE {where} "
-                f"ORDER BY {', '.join(order)}{self.jdbc.limit(self.cfg.batch_max_rows)}"
+                f"ORDER BY {', '.join(order)}{self.dialect.limit(self.cfg.batch_max_rows)}"
             )
-            fields = f"{self.jdbc.timestamp_text(self.ts)} AS t" + (", connect_i AS i" if self.inc else "")
+            fields = f"{self.dialect.timestamp_text(self.ts)} AS t" + (", connect_i AS i" if self.inc else "")
             desc = f"{self.ts} DESC" + (", connect_i DESC" if self.inc else "")
-            sql = f"SELECT {fields} FROM ({inner}) b ORDER BY {desc}{self.jdbc.limit(1)}"
+            sql = f"SELECT {fields} FROM ({inner}) b ORDER BY {desc}{self.dialect.limit(1)}"
         else:
-            sql = f"SELECT {fields} FROM {self.source.relation} WHERE {where} ORDER BY {desc}{self.jdbc.limit(1)}"
+            sql = f"SELECT {fields} FROM {self.source.relation} WHERE {where} ORDER BY {desc}{self.dialect.limit(1)}"
         rows = self.jdbc.rows(sql, f"finding new rows of {self.source.topic}")
         if not rows:
             return None, None
@@ -236,7 +235,7 @@ class _Window:
         incremental window is read by its index; cost bounded however big the window is)."""
         (found,) = self.jdbc.rows(
             f"SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM {self.source.relation} WHERE {where}"
-            f"{self.jdbc.limit(rows + 1)}) connect_n",
+            f"{self.dialect.limit(rows + 1)}) connect_n",
             f"sizing {self.source.topic}",
         )
         return int(found["n"]) <= rows
@@ -250,7 +249,7 @@ class _Window:
         ends = [
             self.jdbc.rows(
                 f"SELECT {self.inc} AS v FROM {self.source.relation} WHERE {where} "
-                f"ORDER BY {self.inc}{order}{self.jdbc.limit(1)}",
+                f"ORDER BY {self.inc}{order}{self.dialect.limit(1)}",
                 f"sizing {self.source.topic}",
             )
             for order in ("", " DESC")

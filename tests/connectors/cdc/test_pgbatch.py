@@ -18,10 +18,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from connect_core.connectors.cdc import pgbatch, postgres
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import UNAVAILABLE, ChangeTable, arrow_type
-from connect_core.connectors.cdc.pgoutput import (
+from connect_core.connectors.cdc.postgres import _server, pgbatch, pgoutput
+from connect_core.connectors.cdc.postgres import _stream as streaming
+from connect_core.connectors.cdc.postgres.pgoutput import (
     ROW_CHANGES,
     UNCHANGED_TOAST,
     PgOutputError,
@@ -44,7 +45,7 @@ def _key_differs(relation: Any, key: tuple[str, ...], old: TupleData, new: Tuple
     return any(new[at[k]] is not UNCHANGED_TOAST and old[at[k]] != new[at[k]] for k in key if k in at)
 
 
-def _reference(stream: postgres._Stream, topic: str) -> pa.Table:
+def _reference(stream: streaming.Stream, topic: str) -> pa.Table:
     """`topic`'s events from its filed messages, each decoded on its own into a ChangeTable."""
     pieces = [p for p in stream._pieces[topic] if not isinstance(p, pgbatch.RowChanges) or p.messages]
     key = stream._tables[topic].key
@@ -121,9 +122,9 @@ def _stream(
     def replication(_: Any) -> Iterator[Any]:
         yield type("Connection", (), {"cursor": lambda self: _Cursor(payloads, pause)})()
 
-    monkeypatch.setattr(postgres, "_replication", replication)
-    names = postgres._Names(cfg.slot("batch"), cfg.publication("batch"), derived=False)
-    stream = postgres._Stream(cfg, names, {t.qualified: t for t in tables}, logging.getLogger("test"), partitions)
+    monkeypatch.setattr(_server, "replication", replication)
+    names = _server.Names(cfg.slot("batch"), cfg.publication("batch"), derived=False)
+    stream = streaming.Stream(cfg, names, {t.qualified: t for t in tables}, logging.getLogger("test"), partitions)
     last = payloads[-1]
     assert last[:1] == b"C"
     (end,) = struct.unpack_from("!Q", last, 10)
@@ -171,8 +172,8 @@ def test_a_real_stream_of_every_column_type_decodes_as_row_at_a_time(
         _commit(pg_db, *statements)
     payloads = _read(pg_db, slot, {"proto_version": "1", "publication_names": "pub"}, commits=len(TRANSACTIONS))
     cfg = _config(**{"database.port": pg_db.port, "database.user": pg_db.user, "database.dbname": pg_db.database})
-    with postgres._connect(cfg) as conn:
-        tables = postgres._captured_tables(conn, cfg)
+    with _server.connect(cfg) as conn:
+        tables = _server.captured_tables(conn, cfg)
 
     stream = _stream(monkeypatch, cfg, tables, payloads)
     bulk = stream.tables()
@@ -287,8 +288,8 @@ def _generated(rng: random.Random) -> list[bytes]:
 
 def _generated_tables() -> list[Any]:
     def table(name: str, columns: list[tuple[str, int, int, bool]]) -> Any:
-        cols = tuple(postgres.pgoutput.Column(c, t, m, k) for c, t, m, k in columns)
-        return postgres._Table("public", name, cols, tuple(c for c, _, _, k in columns if k))
+        cols = tuple(pgoutput.Column(c, t, m, k) for c, t, m, k in columns)
+        return _server.Table("public", name, cols, tuple(c for c, _, _, k in columns if k))
 
     return [table("items", _ITEMS), table("notes", _NOTES)]
 
@@ -297,7 +298,7 @@ def _generated_tables() -> list[Any]:
 def test_a_generated_stream_decodes_as_row_at_a_time(seed: int, pause: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """With `pause`, the server is slow: the stream decodes what it has while it waits, in chunks
     of 7 changes that split transactions."""
-    monkeypatch.setattr(postgres, "DECODE_CHUNK", 7)
+    monkeypatch.setattr(streaming, "DECODE_CHUNK", 7)
     payloads = _generated(random.Random(seed))
     stream = _stream(monkeypatch, _config(), _generated_tables(), payloads, pause)
     chunks = [
@@ -345,9 +346,7 @@ def test_a_run_stops_at_the_first_commit_past_its_bound(bound: dict[str, int], m
 def test_a_table_without_a_key_has_no_key_and_no_tombstones(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(7)
     columns = [(c, t, m, False) for c, t, m, _ in _ITEMS]
-    table = postgres._Table(
-        "public", "items", tuple(postgres.pgoutput.Column(c, t, m, k) for c, t, m, k in columns), ()
-    )
+    table = _server.Table("public", "items", tuple(pgoutput.Column(c, t, m, k) for c, t, m, k in columns), ())
     payloads = [_relation(1, "items", columns, b"f"), b"B" + struct.pack("!QqI", 900, 0, 1)]
     payloads += [
         b"D" + struct.pack("!I", 1) + b"O" + _tuple([_value(rng, t, i) for _, t, _, _ in columns]) for i in range(5)
@@ -378,7 +377,7 @@ def test_a_message_that_does_not_read_fails_naming_why(
     bad: bytes, problem: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     columns = [("id", 25, -1, True)]
-    table = postgres._Table("public", "items", (postgres.pgoutput.Column("id", 25, -1, True),), ("id",))
+    table = _server.Table("public", "items", (pgoutput.Column("id", 25, -1, True),), ("id",))
     good = b"I" + struct.pack("!I", 1) + b"N" + _tuple(["ok"])
     payloads = [_relation(1, "items", columns), b"B" + struct.pack("!QqI", 900, 0, 1), good, bad, good]
     payloads.append(b"C" + struct.pack("!BQQq", 0, 900, 1000, 0))
@@ -402,8 +401,8 @@ def test_a_key_changed_under_replica_identity_full_is_a_delete_and_a_create(
     _commit(pg_db, "UPDATE full_rows SET note = 'b' WHERE id = 1", "UPDATE full_rows SET id = 2 WHERE id = 1")
     payloads = _read(pg_db, slot, {"proto_version": "1", "publication_names": "full_pub"}, commits=2)
     cfg = _config(**{"database.port": pg_db.port, "database.user": pg_db.user, "database.dbname": pg_db.database})
-    with postgres._connect(cfg) as conn:
-        tables = postgres._captured_tables(conn, cfg)
+    with _server.connect(cfg) as conn:
+        tables = _server.captured_tables(conn, cfg)
     stream = _stream(monkeypatch, cfg, tables, payloads)
     events = stream.tables()["srv.public.full_rows"]
     _same(events, _reference(stream, "srv.public.full_rows"))

@@ -16,7 +16,7 @@ import psycopg2
 import pytest
 from psycopg2.extras import LogicalReplicationConnection
 
-from connect_core.connectors.cdc.pgoutput import (
+from connect_core.connectors.cdc.postgres.pgoutput import (
     ROW_CHANGES,
     UNCHANGED_TOAST,
     Begin,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from connect_core.connectors.cdc import postgres
+from connect_core.connectors.cdc.postgres import _snapshot
 from connect_core.runtime.context import Runtime
 from tests.conftest import make_runner
 from tests.connectors.cdc._pipelines import replica_sink
@@ -79,11 +79,11 @@ def test_writes_during_the_snapshot_are_neither_lost_nor_doubled(
     spark: Any,
     target: Database,  # noqa: F811
 ) -> None:
-    monkeypatch.setattr(postgres, "CHUNK_MIN_BYTES", 0)  # chunk even this small table
+    monkeypatch.setattr(_snapshot, "CHUNK_MIN_BYTES", 0)  # chunk even this small table
     chunks: list[str] = []
-    read_chunk = postgres._read_chunk
+    read_chunk = _snapshot._read_chunk
     monkeypatch.setattr(
-        postgres, "_read_chunk", lambda conn, chunk: chunks.append(chunk.where) or read_chunk(conn, chunk)
+        _snapshot, "_read_chunk", lambda conn, chunk: chunks.append(chunk.where) or read_chunk(conn, chunk)
     )
     db = request.getfixturevalue("pg_db" if kind == "postgres" else "mariadb_db")
     config, execute, topic = _pg(db) if kind == "postgres" else _mariadb(db)

@@ -1,4 +1,6 @@
-"""A Spark Connect server this machine starts and supervises as a warm pool (`connect pools start`).
+"""A warm pool on this machine, started and stopped as one (`connect pools start`, the platform's
+warm pool): its Spark Connect server and its worker (`worker.py`), in that order, and stopped in the
+other (the worker's running requests finish first).
 
 The server is a spark-submit of Spark's `SparkConnectServer` (its jar ships in the pyspark wheel),
 bound to 127.0.0.1 unless told otherwise, with a random token clients must present, the JDBC
@@ -7,7 +9,13 @@ no UI, the JVM class-data archive). Its process id, port and log live under
 `CONNECT_HOME/pools/<name>.*`; the token reaches it by environment, never by argument.
 
 Start-up waits for the server to answer and warms it with the work a first run does (an Arrow
-round trip through a Python worker), so the first task does not pay for it.
+round trip through a Python worker), so the first task does not pay for it. The worker is started
+as a process by its module path (`WORKER_MODULE`), never imported here: it imports this module, to
+stop its pool's server when the pool has been idle.
+
+This lives beside the worker, not in `cluster/`: starting a pool waits until its worker answers
+(`worker_client.ping`), and the worker stops its idle pool (`pool_lock`, `stop_server`), so with
+the lifecycle in `cluster/`, `cluster` and `execution` would import each other.
 """
 
 from __future__ import annotations
@@ -24,25 +32,47 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.cluster import processes
-from connect_core.runtime.cluster.conf_policy import ENFORCED_CONF, SparkConfPolicy, check_master
 from connect_core.runtime.cluster.pools import check_pool_name
-from connect_core.runtime.cluster.spark_connect import public_master, reachable
-from connect_core.runtime.execution.spark_install import spark_env, spark_submit_path
-from connect_core.runtime.execution.submit import spark_conf, split_secret_conf
+from connect_core.runtime.execution import processes
+from connect_core.runtime.execution.submit import security_env
+from connect_core.runtime.execution.worker_client import ping, worker_files
+from connect_core.runtime.security import mask_text
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.conf import spark_conf, split_secret_conf
+from connect_core.runtime.spark.conf_policy import ENFORCED_CONF, SparkConfPolicy, check_master
+from connect_core.runtime.spark.connect import REMOTE_ENV, is_connect_master, public_master, reachable
+from connect_core.runtime.spark.install import spark_env, spark_submit_path
 from connect_core.sdk.errors import ConfigError, FatalError
 
 if TYPE_CHECKING:
     from connect_core.runtime.context import Runtime
 
-__all__ = ["ServerInfo", "pool_folder", "start_pool", "start_server", "stop_pool", "stop_server"]
+__all__ = [
+    "ALSO_SERVES_ENV",
+    "ServerInfo",
+    "pool_folder",
+    "pool_lock",
+    "start_pool",
+    "start_server",
+    "start_worker",
+    "stop_pool",
+    "stop_server",
+    "stop_worker",
+]
 
 log = logging.getLogger(__name__)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DRIVER_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/mariadb-java-client.jar")
 START_TIMEOUT_S = 180.0
+#: The pool's worker, run as `python -m` (not imported: it imports this module).
+WORKER_MODULE = "connect_core.runtime.execution.worker"
+#: The longest path a Unix socket can have (sun_path, with its terminating NUL).
+_MAX_SOCKET_PATH = 107
+_WORKER_START_TIMEOUT_S = 90.0
+#: Other fingerprints of the worker's own metadata store (the platform's worker runs on the embedded
+#: store's URL; a `connect run` in a shell names that store by its home), comma-separated hashes.
+ALSO_SERVES_ENV = "CONNECT_WORKER_ALSO_SERVES"
 
 
 @dataclass(frozen=True)
@@ -100,7 +130,7 @@ def start_server(
         "spark.connect.grpc.binding.port": str(port),
         "spark.pyspark.python": sys.executable,
         # Python workers fork from a daemon that has imported what they use (`_warm_daemon`)
-        "spark.python.daemon.module": "connect_core.runtime.cluster._warm_daemon",
+        "spark.python.daemon.module": "connect_core.runtime.execution._warm_daemon",
         **ENFORCED_CONF,  # the runtime's safety settings, last (the server's sessions start with them)
     }
     public, secret = split_secret_conf(settings_conf)
@@ -168,11 +198,8 @@ def start_pool(
     **server: Any,
 ) -> ServerInfo:
     """A warm pool: its server (`start_server(**server)`), registered as pool `name`, and its
-    worker (`worker.start_worker`, answering callers of `also_serves` fingerprints too), which stops
+    worker (`start_worker`, answering callers of `also_serves` fingerprints too), which stops
     both after `idle_timeout` seconds without a run."""
-    from connect_core.runtime.cluster.spark_connect import is_connect_master
-    from connect_core.runtime.execution.worker import start_worker
-
     existing = next((p for p in rt.pools.list(rt.settings.heartbeat_timeout) if p.name == name), None)
     if existing is not None and not is_connect_master(existing.master):
         raise ConfigError(
@@ -210,8 +237,6 @@ def stop_pool(settings: Settings, name: str) -> bool:
 
 
 def _stop_both(settings: Settings, name: str) -> bool:
-    from connect_core.runtime.execution.worker import stop_worker
-
     stop_worker(settings, name)
     return stop_server(settings, name)
 
@@ -233,7 +258,7 @@ def _warm(master: str) -> None:
     Python daemon (it imports what a run's workers use, `_warm_daemon`) and a worker per core."""
     from pyspark.sql import SparkSession
 
-    from connect_core.runtime.sparkutil import default_parallelism
+    from connect_core.runtime.spark.session import default_parallelism
 
     spark = SparkSession.builder.remote(master).create()
     try:
@@ -250,3 +275,62 @@ def _warm(master: str) -> None:
 def stop_server(settings: Settings, name: str, timeout: float = 30.0) -> bool:
     """Stop the pool's server if this machine runs it; whether one was running."""
     return processes.stop(pool_folder(settings, name) / f"{name}.json", timeout)
+
+
+def start_worker(
+    settings: Settings,
+    pool: str,
+    master: str,
+    *,
+    idle_timeout: float = 0.0,
+    env: dict[str, str] | None = None,
+    also_serves: Sequence[str] = (),
+) -> int:
+    """Start the pool's worker (detached, its output in `pools/<pool>.worker.log`) and wait until it
+    answers; its pid. The server's URL, which holds its token, goes by environment. `also_serves`:
+    other fingerprints of the same metadata store (`worker_client.fingerprint`), whose callers it
+    answers too."""
+    pool_folder(settings, pool)  # the name checked (it names files), the folder made
+    sock, pid_file, log_path = worker_files(settings.home, pool)
+    if len(str(sock)) > _MAX_SOCKET_PATH:
+        raise ConfigError(
+            f"the worker's socket path {sock} is longer than a Unix socket's {_MAX_SOCKET_PATH} bytes: "
+            "use a shorter CONNECT_HOME or pool name"
+        )
+    stop_worker(settings, pool)
+    proc_env = {
+        **os.environ,
+        **security_env(settings),
+        "CONNECT_HOME": str(settings.home),
+        REMOTE_ENV: master,
+        **(env or {}),
+        ALSO_SERVES_ENV: ",".join(also_serves),
+    }
+    if settings.database_url is not None:
+        proc_env["CONNECT_DATABASE_URL"] = settings.database_url.get_secret_value()
+    cmd = [sys.executable, "-m", WORKER_MODULE, "--pool", pool]
+    cmd += ["--idle-timeout", str(idle_timeout)]
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(cmd, env=proc_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    processes.write_pid_file(pid_file, proc.pid)
+    deadline = time.monotonic() + _WORKER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = mask_text("\n".join(log_path.read_text(errors="replace").splitlines()[-15:]))
+            raise ConfigError(f"the worker of pool `{pool}` exited with {proc.returncode} at start-up:\n{tail}")
+        if sock.is_socket() and ping(sock) is not None:
+            return proc.pid
+        time.sleep(0.2)
+    stop_worker(settings, pool)
+    raise ConfigError(
+        f"the worker of pool `{pool}` did not answer within {_WORKER_START_TIMEOUT_S:.0f} s (log: {log_path})"
+    )
+
+
+def stop_worker(settings: Settings, pool: str, timeout: float = 35.0) -> bool:
+    """Stop the pool's worker if one runs (it lets running requests finish first); whether one did."""
+    pool_folder(settings, pool)
+    sock, pid_file, _ = worker_files(settings.home, pool)
+    stopped = processes.stop(pid_file, timeout)
+    sock.unlink(missing_ok=True)
+    return stopped

@@ -16,6 +16,8 @@ MODULES = (
     "connect_core.runtime.topics.segments",
     "connect_core.connectors.jdbc.source",
     "connect_core.connectors.jdbc.sink",
+    "connect_core.connectors.jdbc.targets.postgres",
+    "connect_core.connectors.jdbc.targets.mariadb",
 )
 
 

@@ -26,7 +26,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connect_core.connectors.cdc import pgoutput
 from connect_core.connectors.cdc.envelope import (
     POSTGRES_SOURCE,
     UNAVAILABLE,
@@ -35,7 +34,8 @@ from connect_core.connectors.cdc.envelope import (
     from_text,
     merged_columns,
 )
-from connect_core.connectors.cdc.pgoutput import PgOutputError
+from connect_core.connectors.cdc.postgres import pgoutput
+from connect_core.connectors.cdc.postgres.pgoutput import PgOutputError
 from connect_core.sdk.errors import DataError
 
 __all__ = ["RowChanges", "Truncated", "envelope_table"]

@@ -22,9 +22,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF
 from connect_core.runtime.security.urls import mask_url_credentials
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.install import BASE_SPARK_CONF
 from connect_core.sdk.errors import ConfigError
 
 __all__ = [

@@ -23,20 +23,25 @@ import subprocess
 import time
 from pathlib import Path
 
-from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF, spark_env, spark_submit_path
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.install import BASE_SPARK_CONF, spark_env, spark_submit_path
 
-__all__ = ["archive_path", "build_archive", "driver_java_options"]
+__all__ = ["archive_path", "build_archive", "driver_java_options", "spark_java"]
 
 TRAINING = Path(__file__).with_name("_jvm_training.py")
 #: JVM log lines go to stderr (the driver's stdout carries CONNECT_RESULT lines), warnings only.
 _LOG = "-Xlog:disable -Xlog:all=warning:stderr"
 
 
-def _java() -> str:
-    """The java that spark-submit launches: `$JAVA_HOME/bin/java`, else the one on PATH."""
+def spark_java() -> str | None:
+    """The java that spark-submit launches: `$JAVA_HOME/bin/java`, else the one on PATH (None: no
+    `java` on PATH). The one rule: `connect run`'s Java check asks it too."""
     home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return str(Path(home) / "bin" / "java") if home else shutil.which("java")
+
+
+def _java() -> str:
+    found = spark_java()
     return os.path.realpath(found) if found else "java"
 
 

@@ -18,6 +18,7 @@ from connect_core.sdk.errors import ConfigError
 
 __all__ = [
     "DEFAULT_SERVER_MEMORY",
+    "REMOTE_ENV",
     "ConnectUrl",
     "is_connect_master",
     "pool_kind",
@@ -26,6 +27,9 @@ __all__ = [
     "token_of",
 ]
 
+#: The environment variable that makes a process (the runner, a pool's worker) a client of a Spark
+#: Connect server: its URL, which may hold the token, so never an argument.
+REMOTE_ENV = "CONNECT_SPARK_REMOTE"
 CONNECT_SCHEME = "sc://"
 DEFAULT_PORT = 15002
 #: A warm server's heap with `local[*]` (`connect pools start --memory`, the platform's warm pool):

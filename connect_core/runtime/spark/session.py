@@ -13,7 +13,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF
+from connect_core.runtime.spark.install import BASE_SPARK_CONF
 from connect_core.sdk import is_connect
 from connect_core.sdk.errors import FatalError, RetriableError
 

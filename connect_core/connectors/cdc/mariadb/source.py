@@ -1,0 +1,199 @@
+"""MariaDbCdcSourceConnector: a MariaDB's (or MySQL's) changes, deletes included, from its row binlog.
+
+Debezium's MySQL / MariaDB connector as a micro-batch, reading the binlog as a replica does
+(python-mysql-replication). Each run
+
+1. checks the server writes what it needs (`binlog_format=ROW`, `binlog_row_image=FULL`,
+   `binlog_row_metadata=FULL`: the column names travel in the log only with the last);
+2. on its first run (`snapshot.mode=initial`), copies every captured table in one
+   `START TRANSACTION WITH CONSISTENT SNAPSHOT`, with the binlog position that snapshot stands at
+   (MariaDB gives it, lock-free, as `binlog_snapshot_file/position`; MySQL has it read under a
+   brief `FLUSH TABLES WITH READ LOCK`): the stream then starts exactly where the copy ends;
+3. otherwise reads the binlog from the committed position up to its end when the run began
+   (about `max.batch.size` changes at most, whole transactions only), and ends with the position
+   just past the last complete transaction, committed with the records in the runtime's one
+   metadata transaction. Nothing is confirmed to the server: the binlog keeps what it keeps
+   (`expire_logs_days`), and a position purged from it is an error that names the fix.
+
+A position is MariaDB's GTID state (`domain-server-sequence` per domain) when the server is a
+MariaDB, and the binlog file and offset always; MariaDB runs resume by GTID, MySQL ones by file
+and offset. Events go to `<topic.prefix>.<database>.<table>` in Debezium's envelope, keyed by the
+primary key; a delete is followed by a tombstone. TRUNCATE and other DDL are not row events:
+they are not captured (a truncate's rows are not deleted downstream).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from connect_core.connectors.cdc._deadline import Interrupts, checked_server
+from connect_core.connectors.cdc.config import MariaDbCdcConfig, server_identity
+from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, topic_for
+from connect_core.connectors.cdc.mariadb import _binlog, _server
+from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
+from connect_core.sdk.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["MariaDbCdcSourceConnector", "MariaDbCdcSourceTask"]
+
+
+class MariaDbCdcSourceTask(SourceTask):
+    def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
+        cfg = MariaDbCdcConfig.model_validate(self.config)
+        partition = {"server": cfg.topic_prefix}
+        found = positions.offset(partition)
+        committed = dict(found) if found is not None else None
+        with _server.connect(cfg) as conn:
+            problems = _server.server_problems(conn)
+            if problems:
+                raise ConfigError("; ".join(problems), {"database.hostname": problems})
+            mariadb = _server.is_mariadb(conn)
+            tables = _server.captured_tables(conn, cfg)
+            if committed is None:
+                return self._first_run(spark, cfg, conn, tables, partition, mariadb)
+            if cfg.snapshot_mode == "initial_only":
+                return SourceBatch.empty()
+            behind = _server.binlog_behind(conn, committed)
+            end = _server.binlog_end(conn)
+        held = {"binlog_behind_bytes": behind}  # how far the committed position is behind, at the start
+        stream = _binlog.Stream(cfg, {t.qualified: t for t in tables}, mariadb)
+        position = stream.read(committed, end)
+        records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if len(changes)}
+        if not records and _server.coordinates(position) == _server.coordinates(committed):
+            return SourceBatch(stats=held)
+        self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), _server.describe(position))
+        offset = {**position, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
+        return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
+
+    def has_new_data(self, positions: Positions) -> bool | None:
+        """No binlog written since the committed position: nothing to read (one query, no Spark)."""
+        cfg = MariaDbCdcConfig.model_validate(self.config)
+        committed = positions.offset({"server": cfg.topic_prefix})
+        if committed is None:
+            return True
+        if cfg.snapshot_mode == "initial_only":
+            return False
+        try:
+            with _server.connect(cfg) as conn:
+                return _server.position_key(_server.binlog_end(conn)) > _server.coordinates(dict(committed))
+        except Exception as exc:  # the run reports it, with its context
+            self.log.info("cannot tell whether there is anything new (%s); running", exc)
+            return None
+
+    def _first_run(
+        self,
+        spark: SparkSession,
+        cfg: MariaDbCdcConfig,
+        conn: Any,
+        tables: list[_server.Table],
+        partition: dict[str, str],
+        mariadb: bool,
+    ) -> SourceBatch:
+        copy = cfg.snapshot_mode in ("initial", "initial_only")
+        records: dict[str, Any] = {}
+        if copy:
+            records, position = _snapshot(spark, cfg, tables, mariadb, self.log)
+        else:
+            file, pos = _server.binlog_end(conn)
+            position = {"file": file, "pos": pos, "gtid": _server.gtid_at(conn, file, pos) if mariadb else None}
+        self.log.info(
+            "binlog position %s; %d table(s) %s",
+            _server.describe(position),
+            len(tables),
+            "copied" if copy else "not copied (snapshot.mode=" + cfg.snapshot_mode + ")",
+        )
+        offset = {**position, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
+        return SourceBatch(records, (SourcePosition(partition, offset),))
+
+
+def _snapshot(
+    spark: SparkSession, cfg: MariaDbCdcConfig, tables: list[_server.Table], mariadb: bool, log: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every captured table as it was at one consistent snapshot, as `r` events, and the binlog
+    position that snapshot stands at."""
+    import pymysql.cursors
+
+    records = {}
+    now = int(time.time() * 1000)
+    with _server.connect(cfg, autocommit=False) as conn:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%%'")
+            status = {name.lower(): value for name, value in cur.fetchall()}
+        if status.get("binlog_snapshot_file"):  # MariaDB: the snapshot's own position, no lock
+            file, pos = status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
+        else:  # MySQL: the position read while writes are held off for a moment
+            conn.rollback()
+            with conn.cursor() as cur:
+                cur.execute("FLUSH TABLES WITH READ LOCK")
+                try:
+                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                    file, pos = _server.binlog_end(conn)
+                finally:
+                    cur.execute("UNLOCK TABLES")
+        position = {"file": file, "pos": pos, "gtid": _server.gtid_at(conn, file, pos) if mariadb else None}
+        for table in tables:
+            changes = ChangeTable(
+                topic_for(cfg.topic_prefix, table.db, table.name), table.columns, table.key, source=MYSQL_SOURCE
+            )
+            source = _server.source_info(cfg, mariadb, table, now, "true", None, position["gtid"], file, pos)
+            names = ", ".join(_server.quote(name) for name, _ in table.columns)
+            with conn.cursor(pymysql.cursors.SSCursor) as cur:  # streamed, not held in memory
+                cur.execute(f"SELECT {names} FROM {_server.quote(table.db)}.{_server.quote(table.name)}")
+                while rows := cur.fetchmany(10_000):
+                    for row in rows:
+                        changes.add_row("r", None, table.row(row), source, now)
+            if len(changes):
+                changes.mark_last(snapshot="last")
+                records[changes.topic] = changes.records(spark)
+            log.info("snapshot of %s: %d row(s)", table.qualified, len(changes))
+        conn.rollback()
+    return records, position
+
+
+def _probe(cfg: MariaDbCdcConfig, cut: Interrupts) -> dict[str, list[str]]:
+    """What the server lacks for this connector, by config key (empty: nothing)."""
+    with _server.connect(cfg, cut=cut) as conn:
+        problems = _server.server_problems(conn)
+        if problems:
+            return {"database.hostname": problems}
+        try:
+            _server.captured_tables(conn, cfg)
+        except ConfigError as exc:
+            if exc.errors.get("table.include.list") != ["matches no table"]:
+                return dict(exc.errors)  # a topic collision; no table yet is fine: it may come
+    return {}
+
+
+class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
+    """MariaDB's or MySQL's row changes (inserts, updates, deletes) from its binlog, as Debezium's events."""
+
+    config_model = MariaDbCdcConfig
+    task_class = MariaDbCdcSourceTask
+    version = _server.VERSION
+
+    def validate(self, config: MariaDbCdcConfig) -> dict[str, list[str]]:
+        """The server's binlog settings and captured tables, checked when the connector is registered
+        (as Debezium does), in `probe.timeout.ms` at most (connect and queries): a server that has not
+        answered by then makes the config invalid. Skipped while a connection setting is a provider's
+        placeholder (resolved only where the task runs)."""
+        values = (config.database_hostname, config.database_user, config.database_password)
+        if any(v is not None and "${" in v for v in values):
+            return {}
+        return checked_server("MariaDB", config.server(), config.probe_timeout_ms, lambda cut: _probe(config, cut))
+
+    def claims(self, name: str, config: MariaDbCdcConfig) -> dict[str, str]:
+        """The replica id the binlog client registers with: a server drops the older of two clients
+        that register with one id, so each connector reading a server needs its own."""
+        server = server_identity(config.database_hostname, config.database_port)
+        return {f"replica id {config.server_id()} of the MariaDB at {server}": "database.server.id"}
+
+    def task_configs(self, config: MariaDbCdcConfig, max_tasks: int) -> list[dict[str, Any]]:
+        return [config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})]  # one binlog
+
+    def output_topics(self, config: MariaDbCdcConfig) -> list[str]:
+        return []  # one per captured table, known only from the database
