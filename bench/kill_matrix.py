@@ -49,8 +49,9 @@ from sqlalchemy import select
 
 from connect_core.connectors.cdc.config import owned_name
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.submit import SubmitResult, merge_spark_conf, spark_conf, submit_tasks
+from connect_core.runtime.execution.submit import SubmitResult, submit_tasks
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.conf import merge_spark_conf, spark_conf
 from connect_core.runtime.store.models import TaskRunRow
 
 __all__ = [

@@ -49,6 +49,7 @@ __all__ = [
     "Platform",
     "WarmPool",
     "airflow_environment",
+    "check_database_name",
 ]
 
 # The repository's `dags/` and `plugins/`, shipped inside the package (see pyproject.toml): the
@@ -70,15 +71,32 @@ class Platform:
     env: dict[str, str]
 
 
+def check_database_name(name: str) -> None:
+    """Raise a one-line ConfigError unless `name` (`--airflow-db`) is a plain database name: a letter
+    or `_`, then letters, digits, `_` or `-`, at most 63 characters (Postgres' limit)."""
+    from connect_core.runtime.security.limits import one_line
+    from connect_core.sdk.errors import ConfigError
+
+    plain = name[:1].isascii() and (name[:1].isalpha() or name[:1] == "_")
+    if not (plain and len(name) <= 63 and all(c.isascii() and (c.isalnum() or c in "_-") for c in name)):
+        raise ConfigError(
+            f"--airflow-db `{one_line(name[:80])}` is not a plain database name; use letters, digits, `_` "
+            "or `-` (starting with a letter or `_`), at most 63 characters"
+        )
+
+
 def _ensure_database(server_url: str, name: str) -> str:
     """Create database `name` on the server of `server_url` if missing; its SQLAlchemy URL."""
+    from psycopg2 import sql
+
+    check_database_name(name)
     url = make_url(server_url)
     admin = psycopg2.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
     admin.autocommit = True
     with admin.cursor() as cur:
         cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
         if cur.fetchone() is None:
-            cur.execute(f'CREATE DATABASE "{name}"')
+            cur.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     admin.close()
     return url.set(drivername="postgresql+psycopg2", database=name).render_as_string(hide_password=False)
 
@@ -213,7 +231,7 @@ class WarmPool:
     def __init__(
         self, rt: Runtime, connect_url: str, *, capacity: int | None = None, memory: str | None = None
     ) -> None:
-        from connect_core.runtime.cluster.spark_connect import DEFAULT_SERVER_MEMORY
+        from connect_core.runtime.spark.connect import DEFAULT_SERVER_MEMORY
 
         self._rt, self._connect_url = rt, connect_url
         # Every core of this machine: a task is mostly waiting on its databases, the server runs `local[*]`.
@@ -232,7 +250,7 @@ class WarmPool:
         return self.started or self.note.startswith("using")
 
     def _start(self) -> None:
-        from connect_core.runtime.cluster.connect_server import start_pool
+        from connect_core.runtime.execution.warm_pool import start_pool
         from connect_core.runtime.execution.worker_client import find_worker, fingerprint
 
         rt = self._rt
@@ -264,7 +282,7 @@ class WarmPool:
 
     def stop(self) -> None:
         """Stop the pool if this platform started it (its worker lets running requests finish)."""
-        from connect_core.runtime.cluster.connect_server import stop_pool
+        from connect_core.runtime.execution.warm_pool import stop_pool
 
         self._thread.join()
         if self.started:

@@ -10,6 +10,11 @@ JAVA_INSTALL="apt-get install openjdk-17-jre-headless"
 
 door() { echo "bootstrap: $*" >&2; }
 
+# Runs a version probe (`"$@"`) bounded by PROBE_SECONDS (coreutils `timeout`): a command that hangs
+# ends the check with one line instead of hanging bootstrap. Exit 124 when it timed out.
+PROBE_SECONDS=${PROBE_SECONDS:-30}
+probe() { timeout "$PROBE_SECONDS" "$@"; }
+
 # The Pythons that fit, in words: "3.11 or 3.12".
 python_versions_wanted() {
   local minor words=""
@@ -19,9 +24,13 @@ python_versions_wanted() {
   echo "$words"
 }
 
-# `3.11` for a working Python (a command or a path), nothing for anything else.
+# `3.11` for a working Python (a command or a path), nothing for anything else (only the first
+# line counts: a wrapper may print more). Exit 124 when it did not answer within PROBE_SECONDS.
 python_version() {
-  "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
+  local said code=0
+  said=$(probe "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || code=$?
+  printf '%s\n' "$said" | head -n 1 | tr -cd '0-9.'
+  return "$code"
 }
 
 python_fits() {
@@ -35,14 +44,23 @@ choose_python() {
   local wanted version candidate seen=""
   wanted=$(python_versions_wanted)
   if [ -n "${PYTHON:-}" ]; then
-    version=$(python_version "$PYTHON")
+    if [[ "$PYTHON" == */* ]] && [ -e "$PYTHON" ] && { [ -d "$PYTHON" ] || [ ! -x "$PYTHON" ]; }; then
+      door "PYTHON=$PYTHON is not executable: point PYTHON at a Python $wanted (e.g. PYTHON=python3.$PY_MIN_MINOR)"
+      return 1
+    fi
     if ! command -v "$PYTHON" >/dev/null 2>&1; then
       door "PYTHON=$PYTHON is not found: point PYTHON at a Python $wanted (e.g. PYTHON=python3.$PY_MIN_MINOR)"
       return 1
     fi
+    local code=0
+    version=$(python_version "$PYTHON") || code=$?
+    if [ "$code" = 124 ]; then
+      door "PYTHON=$PYTHON did not answer within $PROBE_SECONDS s: point PYTHON at a Python $wanted that runs (e.g. PYTHON=python3.$PY_MIN_MINOR)"
+      return 1
+    fi
     if [ -z "$version" ]; then
       local why
-      why=$("$PYTHON" -c 'import sys' 2>&1 | head -n 1 | cut -c1-200) || true
+      why=$(probe "$PYTHON" -c 'import sys' 2>&1 | head -n 1 | cut -c1-200 | tr -d '\000-\037\177') || true
       door "PYTHON=$PYTHON does not run${why:+ ($why)}: point PYTHON at a Python $wanted (e.g. PYTHON=python3.$PY_MIN_MINOR)"
       return 1
     fi
@@ -75,7 +93,7 @@ check_venv() {
       door ".venv was made by Python ${version:-that no longer runs}, and this project needs $(python_versions_wanted): remove it (rm -rf .venv) and run again"
       return 1
     fi
-  elif ! "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  elif ! probe "$PYTHON" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     door "$PYTHON cannot make a virtualenv (no ensurepip): apt-get install python3.$(python_version "$PYTHON" | cut -d. -f2)-venv, then run again"
     return 1
   fi
@@ -91,17 +109,25 @@ check_java() {
     door "Spark needs Java $JAVA_MIN+ and there is no \`java\` $where: $JAVA_INSTALL, or set JAVA_HOME to a JDK"
     return 1
   fi
-  version=$("$java" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9._]*\)".*/\1/p' | head -n 1)
+  local said code=0
+  said=$(probe "$java" -version 2>&1) || code=$?
+  if [ "$code" = 124 ]; then
+    door "\`$java -version\` did not answer within $PROBE_SECONDS s: $JAVA_INSTALL, or set JAVA_HOME to a working JDK"
+    return 1
+  fi
+  # The major version as `connect run` reads it (connect_core/cli/_app.py `java_major`): the digits
+  # after the first `version "` ("17.0.2", "25-ea", "17-internal"), after `1.` for Java 8 and older.
+  version=$(printf '%s\n' "$said" | sed -n 's/^[^"]*version "\([0-9]\{1,9\}\(\.[0-9]\{1,9\}\)\{0,1\}\).*/\1/p' | head -n 1)
   major=${version%%.*}
-  [ "$major" = 1 ] && major=$(echo "$version" | cut -d. -f2)  # Java 8 and older say "1.8.0"
+  [ "$major" = 1 ] && [ "$version" != 1 ] && major=${version#*.}  # Java 8 and older say "1.8.0"
   if ! [ "${major:-0}" -ge "$JAVA_MIN" ] 2>/dev/null; then
     door "Spark needs Java $JAVA_MIN+ but \`$java\` is Java ${major:-of an unknown version}: $JAVA_INSTALL and put it first on PATH, or set JAVA_HOME to it"
     return 1
   fi
 }
 
-# The Postgres the test suite uses (CONNECT_TEST_PG_URL, as tests/conftest.py reads it) must answer,
-# before a 20-minute run finds out test by test. Needs the installed .venv.
+# The Postgres the test suite uses (CONNECT_TEST_PG_URL, as tests/conftest.py reads it: empty is
+# unset) must answer, before a 20-minute run finds out test by test. Needs the installed .venv.
 check_test_pg() {
   .venv/bin/python - "${CONNECT_TEST_PG_URL:-postgresql://postgres@127.0.0.1:5432/postgres}" <<'PY'
 import sys
@@ -109,14 +135,28 @@ import sys
 import psycopg2
 from sqlalchemy.engine import make_url
 
-from connect_core.runtime.store.db import connect_failure, masked_url
+from connect_core.runtime.security.limits import one_line
+from connect_core.runtime.security.urls import URL_MASK
+from connect_core.runtime.store.db import connect_failure, masked_url, url_secrets
 
 url = sys.argv[1]
 try:
-    libpq_url = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    parsed = make_url(url)
+    libpq_url = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+except Exception:  # not echoed, nor is the error's text: a string that is no URL may be all secret
+    sys.exit(
+        "test.sh: CONNECT_TEST_PG_URL is not a postgresql:// URL; set it to one, "
+        "e.g. postgresql://postgres@127.0.0.1:5432/postgres (a key=value DSN is not read)"
+    )
+try:
     psycopg2.connect(libpq_url, connect_timeout=3).close()
 except Exception as exc:  # whatever it is, it becomes the one line
-    reason = connect_failure(exc) or str(exc).splitlines()[0]
+    reason = connect_failure(exc, url)
+    if reason is None:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        for secret in url_secrets(url):
+            reason = reason.replace(secret, URL_MASK)
+        reason = one_line(reason)
     fix = (
         "set CONNECT_TEST_PG_URL to a superuser's URL"
         if reason.startswith("FATAL")

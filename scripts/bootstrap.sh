@@ -56,5 +56,5 @@ if [ ! -f "$stamp" ]; then
 fi
 
 # The Spark driver JVM's class-data archive: every spark-submit starts from it, seconds sooner
-# (connect_core/runtime/execution/jvm_archive.py). Built once per JVM and Spark install, in ~/.cache.
+# (connect_core/runtime/spark/jvm_archive.py). Built once per JVM and Spark install, in ~/.cache.
 SPARK_LOCAL_IP=127.0.0.1 .venv/bin/connect spark-archive

@@ -14,9 +14,10 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.jvm_archive import driver_java_options
 from connect_core.runtime.execution.runner import TaskRunner
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.jvm_archive import driver_java_options
+from connect_core.runtime.store.db import connect_failure, masked_url
 from tests.rest._throwaway_pg import ThrowawayPostgres
 
 pytest_plugins = ["tests.connectors.cdc.fixtures"]  # the CDC servers, for the CDC and end-to-end tests
@@ -27,8 +28,8 @@ logging.getLogger("py4j").setLevel(logging.WARNING)  # its shutdown logs after p
 
 JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/mariadb-java-client.jar")
 
-#: The machine's Postgres; CONNECT_TEST_PG_URL overrides it.
-SERVER_URL = os.environ.get("CONNECT_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+#: The machine's Postgres; CONNECT_TEST_PG_URL overrides it (empty is unset, as scripts/_checks.sh reads it).
+SERVER_URL = os.environ.get("CONNECT_TEST_PG_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def _admin(url: str):  # type: ignore[no-untyped-def]
@@ -43,8 +44,11 @@ def pg_server() -> str:
     try:
         _admin(SERVER_URL).close()
     except psycopg2.OperationalError as exc:
-        pytest.fail(f"no Postgres at {SERVER_URL} (set CONNECT_TEST_PG_URL): {exc}")
-    return SERVER_URL
+        reason = connect_failure(exc, SERVER_URL)  # libpq's text may echo part of the password
+    else:
+        return SERVER_URL
+    # outside the `except`: pytest would show the chained driver error, unmasked
+    pytest.fail(f"no Postgres at {masked_url(SERVER_URL)} (set CONNECT_TEST_PG_URL): {reason}")
 
 
 @pytest.fixture
@@ -114,7 +118,7 @@ def spark_connect_url(pg_server: str, tmp_path_factory: pytest.TempPathFactory) 
     """The `sc://localhost:PORT/;token=…` of a real Spark Connect server (a warm pool), started for
     the test session on first use by the product's own `connect pools start` code; it fails (never
     skips) when the server does not answer."""
-    from connect_core.runtime.cluster.connect_server import start_server, stop_server
+    from connect_core.runtime.execution.warm_pool import start_server, stop_server
 
     home = tmp_path_factory.mktemp("connect-pool")
     settings = Settings(database_url=pg_server, home=home)  # only its home and Spark install are used

@@ -43,7 +43,12 @@ _NOT_CONFIG_RECEIVERS = (
     re.compile(r"(^|\.)(metadata|meta)$"),
 )
 #: ... and by the modules that handle only Spark conf (a pool's `spark.*` settings, merged and checked).
-_NOT_CONFIG_MODULES = ("runtime/execution/submit.py", "runtime/sparkutil.py", "runtime/cluster/conf_policy.py")
+_NOT_CONFIG_MODULES = (
+    "runtime/execution/submit.py",
+    "runtime/spark/conf.py",
+    "runtime/spark/session.py",
+    "runtime/spark/conf_policy.py",
+)
 
 
 @dataclass(frozen=True)

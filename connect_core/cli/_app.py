@@ -6,7 +6,6 @@ import errno
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -31,6 +30,7 @@ __all__ = [
     "debugging",
     "door_problem",
     "err",
+    "java_major",
     "java_problem",
     "load_config",
     "out",
@@ -38,6 +38,7 @@ __all__ = [
     "print_json",
     "require_free_port",
     "runtime",
+    "settings_problem",
 ]
 
 app = typer.Typer(
@@ -81,8 +82,30 @@ def debugging() -> bool:
 
 
 def print_error(message: str) -> None:
-    """`error: message` on stderr, on one line whatever the terminal's width."""
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    """`error: message` on stderr, on one line whatever the terminal's width: a control character in
+    it (a newline, an ESC from a hostile value) is shown escaped, never sent."""
+    from connect_core.runtime.security.limits import one_line
+
+    err.print(f"[red]error:[/red] {escape(one_line(message))}", highlight=False, soft_wrap=True)
+
+
+def settings_problem(exc: BaseException) -> str | None:
+    """One line naming the CONNECT_* variable(s) that do not validate, when `exc` is the Settings'
+    ValidationError; None for any other error. A secret setting's value is not shown."""
+    from pydantic import ValidationError
+
+    from connect_core.runtime.security.limits import one_line
+    from connect_core.runtime.settings import Settings
+
+    if not isinstance(exc, ValidationError) or exc.title != Settings.__name__:
+        return None
+    problems = []
+    for error in exc.errors(include_url=False):
+        field = str(error["loc"][0]) if error["loc"] else ""
+        annotation = str(Settings.model_fields[field].annotation) if field in Settings.model_fields else ""
+        shown = "" if "Secret" in annotation else f"={one_line(str(error.get('input', '')))[:80]}"
+        problems.append(f"CONNECT_{field.upper()}{shown}: {error['msg']}")
+    return f"{'; '.join(problems)}; fix or unset it"
 
 
 def door_problem(exc: BaseException) -> str | None:
@@ -90,43 +113,86 @@ def door_problem(exc: BaseException) -> str | None:
     database does not answer, or its URL does not parse); None for any other error."""
     from sqlalchemy.exc import ArgumentError
 
-    from connect_core.runtime.store.db import UNAVAILABLE, connect_failure, masked_url, store_fault
+    from connect_core.runtime.store.db import (
+        UNAVAILABLE,
+        connect_failure,
+        connect_wait,
+        masked_url,
+        refusal_fix,
+        store_fault,
+    )
 
+    settings_line = settings_problem(exc)
+    if settings_line is not None:
+        return settings_line
     if isinstance(exc, ArgumentError) and "URL" in str(exc):
         return (
             "CONNECT_DATABASE_URL is not a database URL; set it to postgresql://user:password@host:5432/dbname "
             "(or unset it: the embedded Postgres)"
         )
-    if store_fault(exc) != UNAVAILABLE:
+    privilege = _missing_privilege(exc)
+    if privilege is None and store_fault(exc) != UNAVAILABLE:
         return None
     from connect_core.runtime.settings import Settings
 
     settings = Settings()
-    reason = connect_failure(exc) or "the connection was lost"
+    url = settings.database_url.get_secret_value() if settings.database_url is not None else None
+    where = masked_url(url) if url is not None else f"(embedded, in `{settings.pgdata}`)"
+    if privilege is not None:
+        return f"the metadata database {where} refused a statement: {privilege}"
+    reason = connect_failure(exc, url) or "the connection was lost"
     if reason == "timeout expired":
-        reason = f"no answer within {settings.db_connect_timeout:g} s (CONNECT_DB_CONNECT_TIMEOUT)"
-    if settings.database_url is None:
+        waited = connect_wait(settings.db_connect_timeout)
+        reason = f"no answer within {waited} s (CONNECT_DB_CONNECT_TIMEOUT"
+        if waited != settings.db_connect_timeout:  # the wait libpq made, not the one asked for
+            reason += f" is {settings.db_connect_timeout:g}; libpq waits whole seconds, at least 2"
+        reason += ")"
+    if url is None:
         return (
             f"the embedded Postgres in `{settings.pgdata}` does not answer: {reason}; "
             "stop what else uses that directory, or set CONNECT_DATABASE_URL to a server"
         )
-    shown = masked_url(settings.database_url.get_secret_value())
+    shown = where
     if reason.startswith("FATAL: "):  # the server answered, and refused
-        return (
-            f"the metadata database {shown} refused the connection: {reason.removeprefix('FATAL: ')}; "
-            "fix the user, password or database name in CONNECT_DATABASE_URL"
-        )
+        refusal = reason.removeprefix("FATAL: ")
+        return f"the metadata database {shown} refused the connection: {refusal}; {refusal_fix(refusal)}"
     return (
         f"cannot connect to the metadata database {shown}: {reason}; start it, or set CONNECT_DATABASE_URL "
         "to one that answers (unset: the embedded Postgres)"
     )
 
 
+def _missing_privilege(exc: BaseException) -> str | None:
+    """What the metadata role may not do and how to grant it, when `exc` is (or was caused by) a
+    refused privilege (creating the schema needs CREATE on the database); else None."""
+    import psycopg2.errors
+
+    from connect_core.runtime.security.limits import one_line
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, psycopg2.errors.InsufficientPrivilege):
+            said = one_line((current.pgerror or str(current)).strip().splitlines()[0].removeprefix("ERROR:").strip())
+            if "for database" in said:
+                fix = "the role needs the CREATE privilege on the database (GRANT CREATE ON DATABASE … TO …)"
+            elif "for schema" in said:
+                fix = "the role needs the USAGE and CREATE privileges on that schema"
+            else:
+                fix = "grant the role of CONNECT_DATABASE_URL that privilege, or use the schema's owner"
+            return f"{said}: {fix}, or use a role that has it"
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def java_problem() -> str | None:
     """What is wrong with the Java that spark-submit starts (`$JAVA_HOME/bin/java`, else the one on
     PATH), in one line with what to do; None when it is Java 17 or newer."""
+    from connect_core.runtime.spark.jvm_archive import spark_java
+
     home = os.environ.get("JAVA_HOME")
-    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    java = spark_java()
     if java is None or not os.access(java, os.X_OK):
         where = f"in JAVA_HOME ({home})" if home else "on PATH"
         return f"Spark needs Java {JAVA_MIN}+ and there is no `java` {where}: {JAVA_INSTALL}, or set JAVA_HOME to a JDK"
@@ -134,10 +200,7 @@ def java_problem() -> str | None:
         proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"`{java} -version` failed ({exc}): {JAVA_INSTALL}, or set JAVA_HOME to a working JDK"
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', proc.stderr + proc.stdout)
-    major = int(found[1]) if found else 0
-    if major == 1 and found and found[2]:  # Java 8 and older say "1.8.0"
-        major = int(found[2])
+    major = java_major(proc.stderr + proc.stdout)
     if major >= JAVA_MIN:
         return None
     version = f"Java {major}" if major else "of an unknown version"
@@ -147,9 +210,23 @@ def java_problem() -> str | None:
     )
 
 
+def java_major(version_output: str) -> int:
+    """The major version in `java -version`'s output, 0 when it says none: the digits after its first
+    `version "` (`"17.0.2"`, `"25-ea"`, `"17-internal"`), or after `1.` for Java 8 and older
+    (`"1.8.0_402"`). scripts/_checks.sh `check_java` reads it the same way."""
+    found = re.search(r'version "(\d{1,9})(?:\.(\d{1,9}))?', version_output)
+    if not found:
+        return 0
+    if found[1] == "1" and found[2]:  # Java 8 and older say "1.8.0"
+        return int(found[2])
+    return int(found[1])
+
+
 def require_free_port(host: str, port: int, option: str = "--port") -> None:
     """Raise a one-line ConfigError when `host:port` cannot be listened on (another process has it),
     before anything starts; `option` is how to choose another."""
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"port {port} is not a TCP port; choose one of 1-65535 with `{option} N`")
     try:
         family, kind, proto, _name, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE

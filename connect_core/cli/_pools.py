@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from connect_core.cli._app import OutputOpt, _errors, app, backend, out, print_json, runtime
-from connect_core.runtime.cluster.spark_connect import DEFAULT_SERVER_MEMORY, public_master
+from connect_core.runtime.spark.connect import DEFAULT_SERVER_MEMORY, public_master
 from connect_core.sdk.errors import ConfigError
 
 #: As a managed cluster's auto-termination: an hour without a run.
@@ -77,7 +77,7 @@ def pools_start(
     """Start a warm pool on this machine and register it as pool NAME: a Spark Connect server and a
     worker process that runs the pool's tasks as the server's clients, a session each, with no
     spark-submit, JVM or Python start-up per run."""
-    from connect_core.runtime.cluster.connect_server import start_pool
+    from connect_core.runtime.execution.warm_pool import start_pool
 
     if idle_timeout < 0:
         raise typer.BadParameter("--idle-timeout is minutes, 0 or more")
@@ -104,7 +104,7 @@ def pools_start(
 def pools_stop(name: str) -> None:
     """Stop the warm pool `connect pools start` started: its worker, then its Spark Connect server
     (the pool stays registered: it fails its probes, and the rebalance sensor moves its tasks)."""
-    from connect_core.runtime.cluster.connect_server import stop_pool
+    from connect_core.runtime.execution.warm_pool import stop_pool
     from connect_core.runtime.settings import Settings
 
     with _errors():  # no metadata store needed: a pool can be stopped while its database is down

@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import httpx
 
+from connect_core.runtime.security.urls import mask_url_credentials
 from connect_core.runtime.store.connectors import ConnectorExistsError
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
 
@@ -16,6 +17,17 @@ __all__ = ["RestClient"]
 
 class RestClient:
     def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        self._shown = mask_url_credentials(url)  # the URL in messages: never its password
+        try:
+            parsed = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise ConfigError(f"--url `{self._shown}` is not a URL; give the REST API's base URL") from exc
+        if parsed.scheme not in ("http", "https") or not parsed.host or parsed.query or parsed.fragment:
+            # a query or fragment would end up in the middle of every request's path
+            raise ConfigError(
+                f"--url `{self._shown}` is not an http(s) base URL; give it as http://host:port "
+                "(no `?query` or `#fragment`; the token goes in --token)"
+            )
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
 
@@ -24,14 +36,23 @@ class RestClient:
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         resp = self._send(method, path, **kwargs)
-        return resp.json() if resp.content else None
+        if not resp.content:
+            return None
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise ConnectError(
+                f"`{self._shown}` answered {method} {path} with something other than JSON; "
+                "is --url the Connect REST API?"
+            ) from exc
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """The response of a 2xx; any other status raises the SDK error it stands for."""
         try:
             resp = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise RetriableError(f"cannot reach the Connect REST API at `{self._http.base_url}`: {exc}") from exc
+            reason = mask_url_credentials(str(exc))  # httpx may name the URL
+            raise RetriableError(f"cannot reach the Connect REST API at `{self._shown}`: {reason}") from exc
         if resp.status_code >= 400:
             try:
                 message = resp.json().get("message") or resp.text

@@ -11,7 +11,6 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from connect_core.runtime.airflow_client import AirflowClient
-from connect_core.runtime.cluster.conf_policy import SparkConfPolicy
 from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.execution.runs import RunStore
 from connect_core.runtime.plugins import PluginRegistry
@@ -19,6 +18,7 @@ from connect_core.runtime.security import ConfigProviders
 from connect_core.runtime.security.limits import ShapeError, check_json_shape
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.conf_policy import SparkConfPolicy
 from connect_core.runtime.store import migrate
 from connect_core.runtime.store.connectors import ConnectorInfo, ConnectorStore, Page
 from connect_core.runtime.store.db import database_url, make_engine, masked_url

@@ -26,7 +26,7 @@ from connect_core.runtime.validation import connector_config_model
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
 from connect_core.sdk.transforms import PredicateConfig, TransformConfig
 
-__all__ = ["ConfigKey", "config_keys", "config_reference", "field_keys"]
+__all__ = ["ConfigKey", "builtin_plugin_failures", "config_keys", "config_reference", "field_keys"]
 
 #: The base models whose keys are documented once, in their own section, and not again per plugin.
 _BASES: tuple[tuple[type[BaseModel], str, str], ...] = (
@@ -78,17 +78,37 @@ def config_keys(model: type[BaseModel], *, skip: type[BaseModel] | None = None) 
             continue
         keys = field_keys(name, info)
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        secret = bool(extra.get("secret")) or any(is_secret_key(k) for k in keys)
+        default = _default(info)
         found.append(
             ConfigKey(
                 key=keys[0],
                 type=_type(info),
-                default=_default(info),
+                # a secret's default is a secret too (a plugin's built-in key): masked, as in any config shown
+                default="`****`" if secret and default and default != "*required*" else default,
                 aliases=keys[1:],
                 description=" ".join((info.description or "").split()),
-                secret=bool(extra.get("secret")) or any(is_secret_key(k) for k in keys),
+                secret=secret,
             )
         )
     return found
+
+
+def builtin_plugin_failures() -> list[str]:
+    """Why each built-in plugin (an entry point of this distribution, `connect-core`) that does not
+    load fails to: the registry logs such a plugin and goes on without it, so a reference built
+    without it would silently drop its keys. Empty when every one loads."""
+    from importlib.metadata import distribution
+
+    failures = []
+    for ep in distribution("connect-core").entry_points:
+        if not ep.group.startswith("connect_core."):
+            continue
+        try:
+            ep.load()
+        except Exception as exc:  # whatever it is, the build must say it
+            failures.append(f"`{ep.name}` ({ep.group} = {ep.value}): {type(exc).__name__}: {exc}")
+    return failures
 
 
 def config_reference(registry: PluginRegistry | None = None) -> str:

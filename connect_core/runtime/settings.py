@@ -22,6 +22,7 @@ class Settings(BaseSettings):
     home: Path = Field(
         default_factory=lambda: Path.cwd() / ".connect",
         description="Data directory of the runtime (embedded Postgres, topics, logs).",
+        json_schema_extra={"shown_default": "`./.connect` (in the working directory)"},
     )
     database_url: SecretStr | None = Field(
         default=None,
@@ -42,6 +43,7 @@ class Settings(BaseSettings):
     jvm_archive_dir: Path = Field(
         default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "connect-core",
         description="Where `connect spark-archive` keeps the Spark driver JVM's class-data archive.",
+        json_schema_extra={"shown_default": "`$XDG_CACHE_HOME/connect-core` (unset: `~/.cache/connect-core`)"},
     )
     lease_seconds: float = Field(
         default=60.0, gt=0, description="A task run's lease; a run silent this long can be taken over."
@@ -133,7 +135,7 @@ class Settings(BaseSettings):
         default="",
         description="Spark conf keys a pool may set beyond the built-in allow-list, comma-separated exact keys or "
         "`prefix.*`. Keys that load code or files, reach a command line or override the runtime's safety "
-        "settings stay refused (connect_core/runtime/cluster/conf_policy.py).",
+        "settings stay refused (connect_core/runtime/spark/conf_policy.py).",
     )
     rest_max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest REST request body (413).")
     rest_max_value_bytes: int = Field(
@@ -149,9 +151,19 @@ class Settings(BaseSettings):
         default="",
         description="Browser origins allowed to change state through the REST API (CORS-style), comma-separated.",
     )
-    db_connect_timeout: float = Field(default=5.0, gt=0, description="Seconds to wait for a metadata connection.")
+    db_connect_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        allow_inf_nan=False,
+        description="Seconds to wait for a metadata connection (libpq waits whole seconds, at least 2).",
+    )
     db_statement_timeout: float = Field(
-        default=30.0, gt=0, description="Longest a metadata statement may run, in seconds (0 disables)."
+        default=30.0,
+        gt=0,
+        le=86400,
+        allow_inf_nan=False,
+        description="Longest a metadata statement may run, in seconds (every wait on the store is bounded).",
     )
     worker_id: str = Field(default_factory=lambda: f"{os.uname().nodename}:{os.getpid()}")
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
-from pydantic import ValidationError, create_model
+from pydantic import TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from connect_core.runtime.plugins import Plugin, PluginRegistry, TransformPlugin
 from connect_core.runtime.processing import config as transforms_config
 from connect_core.runtime.security import ConfigProviders, is_secret_key, mask_config, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
+from connect_core.runtime.topics.config import TopicConfigError, creation_config
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
 from connect_core.sdk.connector import Connector, SinkConnector
 from connect_core.sdk.errors import ConfigError
@@ -106,6 +107,14 @@ def _errors(
                 else _problem(key, err)
             )
             errors.setdefault(key, []).append(message)
+    for key, problems in _spelling_problems(model_cls, config).items():
+        errors.setdefault(key, []).extend(problems)
+    if issubclass(model_cls, SourceConnectorConfig):
+        try:  # the very check the runner makes when it creates the source's topics
+            creation_config(config)
+        except TopicConfigError as exc:
+            for key, problem in exc.problems.items():
+                errors.setdefault(f"topic.creation.default.{key}", [problem])
     # Before the connector's own `validate`, which may look at the disk: it must never touch (or
     # tell whether there is) a path outside `file.allowed.paths`.
     path_errors = (allowed_paths or AllowedPaths.from_env()).problems(model_cls, config)
@@ -119,6 +128,34 @@ def _errors(
     for key, problems in (providers or ConfigProviders()).problems(config).items():
         errors.setdefault(key, []).extend(problems)
     return plugin, model, errors
+
+
+def _spelling_problems(model_cls: type[ConnectorConfig], config: Mapping[str, Any]) -> dict[str, list[str]]:
+    """A setting given in more than one of its spellings (`topic.partitions` and Kafka's
+    `topic.creation.default.partitions`): pydantic reads only the first, so every other is validated
+    here too, and all must agree (else which one counts would be a silent choice)."""
+    problems: dict[str, list[str]] = {}
+    for info in model_cls.model_fields.values():
+        choices = [c for c in getattr(info.validation_alias, "choices", ()) if isinstance(c, str)]
+        given = [c for c in choices if c in config]
+        if len(given) < 2:
+            continue
+        field_type: Any = Annotated[info.annotation, *info.metadata]  # the field's type and constraints
+        adapter: TypeAdapter[Any] = TypeAdapter(field_type)
+        values: dict[str, Any] = {}
+        for key in given:
+            try:
+                values[key] = adapter.validate_python(config[key])
+            except ValidationError as exc:
+                if key != given[0]:  # the first one's problems are reported by the model's validation
+                    problems.setdefault(key, []).extend(_problem(key, err) for err in exc.errors())
+        if len(values) == len(given) and len({repr(v) for v in values.values()}) > 1:
+            both = " and ".join(f"`{key}`" for key in given)
+            for key in given:
+                problems.setdefault(key, []).append(
+                    f"{both} are one setting, given with different values; give one of them"
+                )
+    return problems
 
 
 def _problem(key: str, err: Any) -> str:

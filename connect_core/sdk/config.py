@@ -26,6 +26,7 @@ from pydantic import (
 
 __all__ = [
     "CRON_PRESETS",
+    "WHOLE_MAX",
     "ConnectorConfig",
     "ErrorsConfig",
     "SinkConnectorConfig",
@@ -33,12 +34,14 @@ __all__ = [
     "TopicList",
     "TopicName",
     "TopicNames",
+    "WholeNumber",
     "check_schedule",
     "check_topic_name",
     "check_topic_prefix",
     "is_placeholder",
     "schedule_interval",
     "split_list",
+    "whole_number",
 ]
 
 #: Kafka's legal topic names (`Topic.validate`): these characters, 1-249 of them. Anything else
@@ -162,14 +165,34 @@ def is_placeholder(value: str) -> bool:
     return value.startswith("${") and value.endswith("}") and value.count("${") == 1
 
 
-def _not_bool(value: Any) -> Any:
-    if isinstance(value, bool):  # pydantic would read true as 1
-        raise ValueError("must be a whole number, not a boolean")
+#: The widest whole number a count key holds: Postgres' bigint (where topic settings are stored).
+WHOLE_MAX = 2**63 - 1
+
+
+def whole_number(value: Any) -> int:
+    """`value` as a whole number, by the one rule of the count keys (`topic.partitions`,
+    `batch.max.rows`, `topic.creation.default.retention.ms` …), at create and where they are read:
+    a JSON integer, or a string of plain ASCII digits (`"3"`, `"-1"`) within a bigint; ValueError
+    for anything else: a boolean, a fraction or float (`3.0`, `1e3`), a sign (`+3`), blanks (` 3 `),
+    underscores (`1_000`), non-ASCII digits. Linear in `value` and bounded: no huge int parse."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        kind = "a boolean" if isinstance(value, bool) else f"a JSON {type(value).__name__}"
+        raise ValueError(f"must be a whole number (a JSON integer or a string of plain digits), not {kind}")
+    if isinstance(value, str):
+        digits = value[1:] if value.startswith("-") else value
+        if not (0 < len(digits) <= 19 and digits.isascii() and digits.isdigit()):
+            raise ValueError(
+                "must be a whole number in plain digits (a leading `-` only: no `+`, blanks, `_`, `.`, exponent)"
+            )
+        value = int(value)
+    if not -WHOLE_MAX <= value <= WHOLE_MAX:
+        raise ValueError(f"must be a whole number within ±{WHOLE_MAX} (a bigint)")
     return value
 
 
-#: A whole number that a JSON boolean is not (a topic setting: a count of bytes or milliseconds).
-_Whole = Annotated[int, BeforeValidator(_not_bool)]
+#: A whole number by `whole_number`'s rule: what a count or size key takes (bounds per field).
+WholeNumber = Annotated[int, BeforeValidator(whole_number)]
+_Whole = WholeNumber
 
 
 class ConnectorConfig(BaseModel):

@@ -25,9 +25,9 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.middleware.gzip import GZipMiddleware
 
-from connect_core.runtime.cluster.spark_connect import pool_kind, public_master
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.security.roles import Role
+from connect_core.runtime.spark.connect import pool_kind, public_master
 from connect_core.web._assets import SCRIPT, STYLE
 from connect_core.web._data import connectors_view, failed_runs
 

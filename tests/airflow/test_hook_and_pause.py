@@ -52,7 +52,7 @@ def test_the_command_never_holds_a_secret(
     hook = _hook(master, deploy_mode)
     assert (hook._is_yarn, hook._is_kubernetes, hook._connection["master"]) == (yarn, k8s, master)
     assert hook._env_vars is None  # the provider's env → argument conversion never sees our env
-    from connect_core.runtime.execution.submit import secret_properties
+    from connect_core.runtime.spark.conf import secret_properties
 
     with secret_properties(hook._secret_conf) as hook._secret_args:
         cmd = " ".join(hook._build_spark_submit_command("app.py"))

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from connect_core.runtime.cluster.processes import pid_alive
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.processes import pid_alive
 from tests.airflow.test_platform import Api, _cli, _free_port, _wait
 from tests.conftest import _admin, file_pair
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.worker import start_worker, stop_worker
+from connect_core.runtime.execution.warm_pool import start_worker, stop_worker
 from tests.airflow.conftest import AirflowCli
 from tests.conftest import file_pair
 

@@ -68,3 +68,64 @@ def test_the_readme_links_to_docs_that_exist() -> None:
     assert len(relative) > 10
     missing = [link for link in relative if not (ROOT / link).is_file()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def _hook(name: str):  # type: ignore[no-untyped-def]
+    """A docs hook module (docs/_hooks is no package), loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_docs_hook_{name}", ROOT / "docs" / "_hooks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_build_fails_when_a_built_in_plugin_does_not_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mkdocs.exceptions import PluginError
+
+    hook = _hook("configuration")
+    for module in [m for m in sys.modules if m.startswith("connect_core.connectors.file")]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "connect_core.connectors.file", None)  # its import now fails
+    with pytest.raises(PluginError, match="FileSourceConnector"):
+        hook.on_files([], None)
+
+
+def test_the_settings_page_does_not_depend_on_the_builder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    hook = _hook("configuration")
+    pages = []
+    for where in ("a", "b"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / where / "cache"))
+        monkeypatch.setenv("HOME", str(tmp_path / where))
+        monkeypatch.chdir(tmp_path)
+        pages.append(hook.settings_markdown())
+    assert pages[0] == pages[1]
+    assert str(tmp_path) not in pages[0]
+    assert "`$XDG_CACHE_HOME/connect-core` (unset: `~/.cache/connect-core`)" in pages[0]
+
+
+def test_the_reference_masks_a_secret_key_default() -> None:
+    from pydantic import Field
+
+    from connect_core.runtime.plugins import PluginRegistry
+    from connect_core.runtime.reference import config_reference
+    from connect_core.sdk import ConnectorConfig, SourceConnector, SourceTask
+
+    class KeyedConfig(ConnectorConfig):
+        api_key: str = Field(default="BuiltInS3cret", alias="api.key", description="The service's key.")
+
+    class KeyedTask(SourceTask):
+        def read(self, spark, positions):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+    class KeyedSource(SourceConnector[KeyedConfig]):
+        config_model = KeyedConfig
+        task_class = KeyedTask
+
+        def task_configs(self, config, max_tasks):  # type: ignore[no-untyped-def]
+            return [{}]
+
+    page = config_reference(PluginRegistry(extra=[KeyedSource]))
+    row = next(line for line in page.splitlines() if line.startswith("| `api.key` |"))
+    assert "BuiltInS3cret" not in page and "`****`" in row and "| yes |" in row

@@ -277,3 +277,327 @@ def test_masked_url_hides_every_password() -> None:
     shown = masked_url("postgresql://u:one@h/db?sslpassword=two&password=three&sslmode=require")
     assert shown == "postgresql://u:***@h/db?password=***&sslmode=require&sslpassword=***", shown
     assert masked_url("not a url://u:one@h?password=two") == "not a url://u:***@h"  # unparsed: no query
+
+
+# -- the review's door cases: every one a single line, no password, no traceback -----------------
+
+
+def _checks(checkout: Path, function: str, env: dict[str, str]) -> tuple[str, int]:
+    """Run one function of scripts/_checks.sh in `checkout`: (stderr, exit code)."""
+    _out, stderr, code = _run(["bash", "-c", f". scripts/_checks.sh && {function}"], env, cwd=checkout, bound=15)
+    return stderr, code
+
+
+@pytest.mark.parametrize("version", ["25-ea", "22-ea", "17-internal", "17.0.2", "21", "1.8.0_402", "11.0.22", "16"])
+def test_bootstrap_and_the_cli_read_a_java_version_alike(
+    scripts_copy: Path, tmp_path: Path, sandbox_bin: Path, version: str
+) -> None:
+    from connect_core.cli._app import JAVA_MIN, java_major
+
+    java = _fake_java(tmp_path / "fake", version)
+    cli_accepts = java_major(f'openjdk version "{version}" 2024-01-16') >= JAVA_MIN
+    stderr, code = _checks(scripts_copy, "check_java", _env(PATH=f"{java.parent}:{sandbox_bin}"))
+    assert (code == 0) == cli_accepts, stderr
+    assert cli_accepts == (version.split(".")[0].split("-")[0] not in ("1", "11", "16"))
+
+
+def test_bootstrap_gives_up_on_a_java_that_hangs(scripts_copy: Path, tmp_path: Path, sandbox_bin: Path) -> None:
+    java = _fake(tmp_path / "fake", "java", "sleep 60")
+    stderr, code = _checks(scripts_copy, "check_java", _env(PATH=f"{java.parent}:{sandbox_bin}", PROBE_SECONDS="2"))
+    _one_line(stderr, code, "-version` did not answer within 2 s")
+
+
+def test_bootstrap_gives_up_on_a_python_that_hangs(scripts_copy: Path, tmp_path: Path) -> None:
+    python = _fake(tmp_path / "fake", "python3.11", "sleep 60")
+    stderr, code = _bootstrap(scripts_copy, _env(PYTHON=str(python), PROBE_SECONDS="2"))
+    _one_line(stderr, code, "did not answer within 2 s", "point PYTHON at")
+
+
+def test_bootstrap_says_a_python_is_not_executable(scripts_copy: Path, tmp_path: Path) -> None:
+    python = tmp_path / "python3.11"
+    python.write_text("not a program")
+    stderr, code = _bootstrap(scripts_copy, _env(PYTHON=str(python)))
+    _one_line(stderr, code, "is not executable", "point PYTHON at")
+
+
+def test_bootstrap_reads_the_first_line_of_a_talkative_python(scripts_copy: Path, tmp_path: Path) -> None:
+    python = _fake(tmp_path / "fake", "python3.10", "echo 3.10; echo 'a second line'")
+    stderr, code = _bootstrap(scripts_copy, _env(PYTHON=str(python)))
+    _one_line(stderr, code, "is Python 3.10:")
+
+
+@pytest.fixture
+def venv_copy(scripts_copy: Path) -> Path:
+    (scripts_copy / ".venv").symlink_to(ROOT / ".venv")
+    return scripts_copy
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "host=127.0.0.1 port=1 user=postgres password=S3cretKV",  # libpq's key=value form: no URL
+        "S3cretKV",  # anything that does not parse is not echoed at all
+        "postgresql://postgres:S3c@ret@127.0.0.1:1/postgres",
+    ],
+)
+def test_test_sh_never_shows_the_test_database_password(venv_copy: Path, url: str) -> None:
+    stderr, code = _checks(venv_copy, "check_test_pg", _env(CONNECT_TEST_PG_URL=url))
+    line = _one_line(stderr, code, "test.sh:", "CONNECT_TEST_PG_URL")
+    assert "S3c" not in line and "ret@" not in line and "KV" not in line, line
+
+
+def test_an_empty_test_database_url_is_unset_for_test_sh_and_conftest(venv_copy: Path) -> None:
+    stderr, code = _checks(venv_copy, "check_test_pg", _env(CONNECT_TEST_PG_URL=""))
+    assert code == 0, stderr  # the default: the machine's Postgres
+    read = "import tests.conftest as c; print(c.SERVER_URL)"
+    out, stderr, code = _run([str(ROOT / ".venv/bin/python"), "-c", read], _env(CONNECT_TEST_PG_URL=""), cwd=ROOT)
+    assert code == 0 and out.strip() == "postgresql://postgres@127.0.0.1:5432/postgres", stderr
+
+
+def test_conftest_never_shows_the_test_database_password() -> None:
+    url = "postgresql://postgres:S3c@ret@127.0.0.1:1/postgres"
+    test = "tests/e2e/test_door_errors.py::test_cli_with_a_wrong_database_name"
+    cmd = [str(ROOT / ".venv/bin/python"), "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", test]
+    out, stderr, code = _run(cmd, _env(CONNECT_TEST_PG_URL=url), cwd=ROOT, bound=60)
+    assert code != 0 and "no Postgres at postgresql://postgres:***@127.0.0.1:1/postgres" in out, out + stderr
+    assert "S3c" not in out + stderr and "ret@" not in out + stderr
+
+
+def test_cli_over_rest_never_shows_the_url_password() -> None:
+    url = f"http://user:S3cretURL@127.0.0.1:{_closed_port()}"
+    _out, stderr, code = _run([CONNECT, "--url", url, "list"], _env(), bound=10)
+    line = _one_line(stderr, code, "cannot reach the Connect REST API at", "user:***@127.0.0.1")
+    assert "S3cret" not in stderr, line
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:{port}?token=x", "http://127.0.0.1:{port}#x", "ftp://127.0.0.1:{port}"]
+)
+def test_cli_over_rest_refuses_a_url_that_is_no_base_url(busy_port: int, url: str) -> None:
+    _out, stderr, code = _run([CONNECT, "--url", url.format(port=busy_port), "list"], _env(), bound=10)
+    _one_line(stderr, code, "is not an http(s) base URL")
+    assert code == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("postgresql://u:S3cret@127.0.0.1:5432/postgres?foo=bar", 'invalid URI query parameter: "foo"'),
+        ("postgresql://u:S3cret@127.0.0.1:abc/x", "its port is not a number"),
+        ("postgresql://u:S3cret@[::1:1/x", "its port is not a number"),
+        ("postgresql://u:S3cret@127.0.0.1:99999/x", "not 1-65535"),
+        ("mysql://u:S3cret@127.0.0.1/x", "is a mysql URL, and the metadata store is PostgreSQL only"),
+        ("sqlite:///x.db", "is a sqlite URL, and the metadata store is PostgreSQL only"),
+        ("postgresql://postgres:S3c@ret@127.0.0.1:1/x", "has an `@` in its password; write it as %40"),
+        ("garbage S3cret", "CONNECT_DATABASE_URL is not a database URL;"),
+    ],
+)
+def test_cli_with_a_database_url_that_cannot_work(url: str, says: str, tmp_path: Path) -> None:
+    env = _env(CONNECT_DATABASE_URL=url, CONNECT_HOME=str(tmp_path))
+    _out, stderr, code = _run([CONNECT, "list"], env, bound=10)
+    line = _one_line(stderr, code, says)
+    assert "S3c" not in line and "ret@" not in line, line
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:S3cret@127.0.0.1:{port}/x\nerror: forged line",
+        "postgresql://u:S3cret@127.0.0.1:{port}/x\r\x1b[2Jerror: forged",
+        "postgresql://u:S3cret@bad\x1b[2J\nerror forged/x",  # the host: neither encoded nor cut by libpq's line
+    ],
+)
+def test_cli_shows_control_characters_of_a_database_url_escaped(url: str, tmp_path: Path) -> None:
+    url = url.format(port=_closed_port())
+    _out, stderr, code = _run([CONNECT, "list"], _env(CONNECT_DATABASE_URL=url, CONNECT_HOME=str(tmp_path)))
+    _one_line(stderr, code, "cannot connect to the metadata database")
+    assert "\x1b" not in stderr and "\r" not in stderr and "S3cret" not in stderr
+
+
+def test_print_error_escapes_control_characters(capsys: pytest.CaptureFixture[str]) -> None:
+    from connect_core.cli._app import print_error
+
+    print_error("a\nerror: forged\r\x1b[31mred\u2028end")
+    stderr = capsys.readouterr().err
+    assert stderr.count("\n") == 1 and "\x1b" not in stderr and "\r" not in stderr, repr(stderr)
+    assert "a\\nerror: forged\\r\\x1b[31mred\\u2028end" in stderr
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "abc", "0", "nan", "-1", "100000"])
+@pytest.mark.parametrize("command", [["list"], ["serve", "--port", "{port}"]])
+def test_cli_with_a_bad_connect_timeout(value: str, command: list[str], tmp_path: Path) -> None:
+    argv = [part.format(port=_closed_port()) for part in command]
+    env = _env(CONNECT_DB_CONNECT_TIMEOUT=value, CONNECT_HOME=str(tmp_path))
+    out, stderr, code = _run([CONNECT, *argv], env, bound=10)
+    _one_line(stderr, code, f"CONNECT_DB_CONNECT_TIMEOUT={value}:")
+    assert "Connect REST API on" not in out
+
+
+def test_cli_says_the_wait_libpq_really_makes() -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"postgresql://connect@127.0.0.1:{silent.getsockname()[1]}/meta"
+        _out, stderr, code = _run([CONNECT, "list"], _env(CONNECT_DATABASE_URL=url, CONNECT_DB_CONNECT_TIMEOUT="0.5"))
+    _one_line(stderr, code, "no answer within 2 s (CONNECT_DB_CONNECT_TIMEOUT is 0.5; libpq waits whole seconds")
+
+
+def _refusing_postgres(listener: socket.socket, sqlstate: str, message: str) -> None:
+    """Answer each connection as a Postgres that refuses it: no SSL, then a FATAL ErrorResponse."""
+    import struct
+    import threading
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _address = listener.accept()
+            except OSError:
+                return
+            with conn:
+                while True:
+                    head = conn.recv(8)
+                    if len(head) < 8:
+                        break
+                    length, code = struct.unpack("!ii", head)
+                    if code in (80877103, 80877104):  # SSLRequest, GSSENCRequest: not here
+                        conn.sendall(b"N")
+                        continue
+                    conn.recv(length - 8)  # the startup packet's parameters
+                    fields = b"".join(
+                        kind + text.encode() + b"\0"
+                        for kind, text in ((b"S", "FATAL"), (b"V", "FATAL"), (b"C", sqlstate), (b"M", message))
+                    )
+                    conn.sendall(b"E" + struct.pack("!i", len(fields) + 5) + fields + b"\0")
+                    break
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "message", "fix"),
+    [
+        ("57P03", "the database system is not currently accepting connections", "not taking connections now"),
+        ("57P03", "the database system is starting up", "not taking connections now"),
+        ("53300", "sorry, too many clients already", "not taking connections now"),
+        ("28P01", 'password authentication failed for user "u"', "fix the user, password or database name"),
+    ],
+)
+def test_cli_words_a_refusal_by_what_the_server_said(sqlstate: str, message: str, fix: str) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        _refusing_postgres(listener, sqlstate, message)
+        url = f"postgresql://u:S3cret@127.0.0.1:{listener.getsockname()[1]}/meta"
+        _out, stderr, code = _run([CONNECT, "list"], _env(CONNECT_DATABASE_URL=url))
+    line = _one_line(stderr, code, "refused the connection", message, fix)
+    assert "S3cret" not in line
+
+
+@pytest.fixture
+def role_without_create(pg_server: str) -> Iterator[str]:
+    """A database, and the URL of a role that may connect to it but not create a schema in it."""
+    import uuid
+
+    import psycopg2
+    from psycopg2 import sql
+    from sqlalchemy.engine import make_url
+
+    name = f"connect_test_noc_{uuid.uuid4().hex[:8]}"
+    admin = psycopg2.connect(make_url(pg_server).set(drivername="postgresql").render_as_string(hide_password=False))
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        cur.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'S3cretRole'").format(sql.Identifier(name)))
+    yield (
+        make_url(pg_server)
+        .set(database=name, username=name, password="S3cretRole")
+        .render_as_string(hide_password=False)
+    )
+    with admin.cursor() as cur:
+        cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        cur.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+    admin.close()
+
+
+def test_cli_with_a_role_that_may_not_create_the_schema(role_without_create: str, tmp_path: Path) -> None:
+    env = _env(CONNECT_DATABASE_URL=role_without_create, CONNECT_HOME=str(tmp_path))
+    _out, stderr, code = _run([CONNECT, "list"], env)
+    line = _one_line(stderr, code, "refused a statement: permission denied for database", "CREATE privilege")
+    assert "S3cretRole" not in line
+
+
+@pytest.mark.parametrize("port", ["65536", "0", "-1", "99999999999999999999"])
+@pytest.mark.parametrize("command", [["serve"], ["airflow", "up"]])
+def test_cli_refuses_a_port_outside_1_65535(port: str, command: list[str]) -> None:
+    out, stderr, code = _run([CONNECT, *command, "--port", port], _env(), bound=10)
+    assert code == 2 and "Invalid value for '--port'" in stderr, stderr
+    assert "Traceback" not in stderr and "Connect REST API on" not in out
+
+
+def test_require_free_port_refuses_a_port_outside_1_65535() -> None:
+    from connect_core.cli._app import require_free_port
+    from connect_core.sdk.errors import ConfigError
+
+    for port in (0, 65536, 10**20):
+        with pytest.raises(ConfigError, match="not a TCP port"):
+            require_free_port("127.0.0.1", port)
+
+
+def test_serve_on_ipv6_loopback_names_its_url_as_a_url(database_url: str, tmp_path: Path) -> None:
+    port = _closed_port()
+    env = _env(CONNECT_DATABASE_URL=database_url, CONNECT_HOME=str(tmp_path))
+    proc = subprocess.Popen(
+        [CONNECT, "serve", "--host", "::1", "--port", str(port)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert f"Connect REST API on http://[::1]:{port} " in line, line
+
+
+def test_airflow_up_refuses_a_database_name_that_is_no_plain_name(tmp_path: Path) -> None:
+    env = _env(CONNECT_HOME=str(tmp_path), CONNECT_DATABASE_URL=f"postgresql://u@127.0.0.1:{_closed_port()}/x")
+    _out, stderr, code = _run([CONNECT, "airflow", "up", "--airflow-db", 'a"b'], env, bound=10)
+    _one_line(stderr, code, '--airflow-db `a"b` is not a plain database name')
+    assert code == 2
+
+
+def test_the_airflow_database_is_created_by_identifier(pg_server: str) -> None:
+    import uuid
+
+    import psycopg2
+
+    from connect_core.platform import _ensure_database
+
+    name = f"connect-test-{uuid.uuid4().hex[:8]}"  # a `-`: only quoted as an identifier does it work
+    url = _ensure_database(pg_server, name)
+    assert url.endswith(f"/{name}")
+    admin = psycopg2.connect(pg_server.replace("postgresql+psycopg2://", "postgresql://"))
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+        assert cur.fetchone() == (1,)
+        cur.execute(f'DROP DATABASE "{name}"')
+    admin.close()
+
+
+def test_masked_url_masks_up_to_the_last_at() -> None:
+    from connect_core.runtime.security.urls import mask_url_credentials
+    from connect_core.runtime.store.db import connect_failure, masked_url
+
+    url = "postgresql://postgres:S3c@ret@127.0.0.1:1/x"
+    assert masked_url(url) == "postgresql://postgres:***@127.0.0.1:1/x"
+    assert mask_url_credentials(url) == "postgresql://postgres:***@127.0.0.1:1/x"
+    assert masked_url("host=h password=S3cretKV sslpassword='a b' user=u") == (
+        "host=h password=*** sslpassword=*** user=u"
+    )
+    import psycopg2
+
+    try:  # libpq, given the URL as SQLAlchemy cut it, echoes the host: `ret@127.0.0.1`
+        psycopg2.connect(host="ret@127.0.0.1", port=1, user="postgres", password="S3c", connect_timeout=2)
+    except psycopg2.OperationalError as exc:
+        reason = connect_failure(exc, url)
+    assert reason is not None and "ret@" not in reason and "***@127.0.0.1" in reason, reason

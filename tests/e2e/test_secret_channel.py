@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from connect_core.runtime.execution.submit import secret_properties, spark_env, spark_submit_path
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.conf import secret_properties
+from connect_core.runtime.spark.install import spark_env, spark_submit_path
 from tests.conftest import file_pair
 from tests.e2e.secrets_watch import (
     S3_SECRET,

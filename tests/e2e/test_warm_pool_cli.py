@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from connect_core.runtime.cluster.processes import pid_alive
+from connect_core.runtime.execution.processes import pid_alive
 from tests.e2e.test_spark_submit import Cli, _register, cli  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.spark_connect

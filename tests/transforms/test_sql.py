@@ -97,7 +97,7 @@ def test_a_stored_query_is_checked_again_before_it_runs(spark) -> None:  # type:
 
 
 def test_sql_on_files_is_off_in_every_runner(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from connect_core.runtime.execution.spark_install import BASE_SPARK_CONF
+    from connect_core.runtime.spark.install import BASE_SPARK_CONF
 
     assert BASE_SPARK_CONF["spark.sql.runSQLOnFiles"] == "false"  # the test session has it too
     spark.range(3).write.parquet(str(tmp_path / "f"))

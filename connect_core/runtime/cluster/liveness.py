@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from connect_core.runtime.cluster.pools import PoolInfo, PoolStore
-from connect_core.runtime.cluster.spark_connect import is_connect_master, public_master, reachable
+from connect_core.runtime.spark.connect import is_connect_master, public_master, reachable
 
 __all__ = ["ProbeResult", "probe", "probe_all", "probe_one", "probe_url"]
 

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from connect_core.runtime.airflow_client import AIRFLOW_POOL_PREFIX, AirflowClient, airflow_pool_for
-from connect_core.runtime.cluster.conf_policy import SparkConfPolicy, check_master
+from connect_core.runtime.cluster.assignments import RebalanceResult
 from connect_core.runtime.cluster.liveness import probe_all, probe_one
-from connect_core.runtime.cluster.pools import PoolStore, RebalanceResult
-from connect_core.runtime.cluster.spark_connect import public_master
+from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.conf_policy import SparkConfPolicy, check_master
+from connect_core.runtime.spark.connect import public_master
 from connect_core.sdk.errors import RetriableError
 
 __all__ = ["Placement", "Rebalancer", "place", "sync_airflow_pools"]

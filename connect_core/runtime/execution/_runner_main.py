@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from connect_core.runtime.context import Runtime
     from connect_core.runtime.execution.runner import TaskRunner
-    from connect_core.runtime.execution.submit import REMOTE_ENV, exit_code
+    from connect_core.runtime.execution.submit import exit_code
+    from connect_core.runtime.spark.connect import REMOTE_ENV
 
     remote = os.environ.get(REMOTE_ENV)
     runtime = Runtime.open(upgrade=False)

@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.execution import _faults
 from connect_core.runtime.execution.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.processing.apply import (
@@ -36,7 +35,7 @@ from connect_core.runtime.processing.deadletter import DeadLetters, ErrorSetting
 from connect_core.runtime.processing.retry import RetryPolicy
 from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
-from connect_core.runtime.sparkutil import explain_failure, prepare_session, release_session, where_it_runs
+from connect_core.runtime.spark.session import explain_failure, prepare_session, release_session, where_it_runs
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.topics.config import creation_config
 from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
@@ -46,6 +45,7 @@ from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, Source
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
+from connect_core.sdk.testing import faults as _faults
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -11,7 +11,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ShapeError", "check_json_shape"]
+__all__ = ["ShapeError", "check_json_shape", "one_line"]
+
+
+def one_line(text: str) -> str:
+    """`text` for one line of a terminal or log: each control or other unprintable character (a
+    newline, CR, ESC, U+2028 …) shown as its escape (`\\n`, `\\x1b`), so that a value from the
+    user can neither start a forged line nor send the terminal an escape sequence."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class ShapeError(ValueError):

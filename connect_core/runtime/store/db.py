@@ -10,11 +10,13 @@ from urllib.parse import quote
 
 import psycopg2
 import psycopg2.errors
+import psycopg2.extensions
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from connect_core.runtime.security.urls import URL_MASK, mask_url_credentials
+from connect_core.runtime.security.limits import one_line
+from connect_core.runtime.security.urls import URL_MASK, mask_url_credentials, url_passwords
 from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import ConfigError, RetriableError
 
@@ -23,14 +25,18 @@ __all__ = [
     "INVALID",
     "TIMEOUT",
     "UNAVAILABLE",
+    "check_database_url",
     "check_storable",
     "connect_failure",
+    "connect_wait",
     "database_url",
     "make_engine",
     "masked_url",
     "normalize_url",
+    "refusal_fix",
     "store_fault",
     "unstorable",
+    "url_secrets",
 ]
 
 log = logging.getLogger(__name__)
@@ -43,8 +49,45 @@ _embedded_servers: dict[str, Any] = {}
 def database_url(settings: Settings) -> str:
     """The metadata store's SQLAlchemy URL, starting the embedded Postgres if none is configured."""
     if settings.database_url is not None:
-        return normalize_url(settings.database_url.get_secret_value())
+        url = settings.database_url.get_secret_value()
+        check_database_url(url)
+        return normalize_url(url)
     return _embedded_url(settings)
+
+
+_URL_FIX = "set it to postgresql://user:password@host:5432/dbname (or unset it: the embedded Postgres)"
+
+
+def check_database_url(url: str) -> None:
+    """Raise a one-line ConfigError when `url` (CONNECT_DATABASE_URL) is not a PostgreSQL URL that libpq
+    accepts, before anything connects: the metadata store is PostgreSQL only."""
+    shown = masked_url(url)
+    try:
+        parsed = make_url(normalize_url(url))
+    except ValueError as exc:  # a port that is not a number
+        raise ConfigError(
+            f"CONNECT_DATABASE_URL is not a database URL ({shown}: its port is not a number); {_URL_FIX}"
+        ) from exc
+    except sa_exc.ArgumentError as exc:  # not shown: a string that is no URL may be all secret
+        raise ConfigError(f"CONNECT_DATABASE_URL is not a database URL; {_URL_FIX}") from exc
+    if parsed.get_backend_name() != "postgresql":
+        raise ConfigError(
+            f"CONNECT_DATABASE_URL {shown} is a {one_line(parsed.get_backend_name())} URL, and the metadata "
+            f"store is PostgreSQL only; {_URL_FIX}"
+        )
+    if "@" in (parsed.host or ""):
+        raise ConfigError(f"CONNECT_DATABASE_URL {shown} has an `@` in its password; write it as %40 in the URL")
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise ConfigError(f"CONNECT_DATABASE_URL {shown} has port {parsed.port}, not 1-65535; {_URL_FIX}")
+    try:  # libpq's own check of the options (an unknown query parameter, a bad value): no connection
+        psycopg2.extensions.parse_dsn(parsed.set(drivername="postgresql").render_as_string(hide_password=False))
+    except psycopg2.ProgrammingError as exc:
+        reason = str(exc).strip().splitlines()[0].removeprefix("invalid dsn: ") if str(exc).strip() else ""
+        for secret in url_secrets(url):
+            reason = reason.replace(secret, URL_MASK)
+        raise ConfigError(
+            f"CONNECT_DATABASE_URL {shown} is not a URL libpq accepts: {one_line(reason)}; {_URL_FIX}"
+        ) from exc
 
 
 def normalize_url(url: str) -> str:
@@ -75,20 +118,73 @@ def _embedded_url(settings: Settings) -> str:
 
 
 def masked_url(url: str) -> str:
-    """The URL with its password hidden, for logs and messages: the userinfo's and a `password` or
-    `sslpassword` query parameter's; one that does not parse is shown without its query."""
+    """The URL with its password hidden, for logs and messages, on one line: the userinfo's and a
+    `password` or `sslpassword` query parameter's; one that does not parse is shown without its query.
+
+    The userinfo is masked up to the authority's last `@` first (`mask_url_credentials`): a password
+    with an unencoded `@` would otherwise be cut at its first one, and the rest shown as the host."""
+    url = mask_url_credentials(url)
     try:
         parsed = make_url(url)
-    except sa_exc.ArgumentError:
-        return mask_url_credentials(url.partition("?")[0])
-    secret = {key: URL_MASK for key in parsed.query if "password" in key.lower()}
-    shown = parsed.update_query_dict(secret).render_as_string(hide_password=True)
-    return shown.replace(quote(URL_MASK, safe=""), URL_MASK)
+        secret = {key: URL_MASK for key in parsed.query if "password" in key.lower()}
+        shown = parsed.update_query_dict(secret).render_as_string(hide_password=True)
+    except (sa_exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
+        return one_line(_mask_password_pairs(url.partition("?")[0]))
+    return one_line(shown.replace(quote(URL_MASK, safe=""), URL_MASK))
 
 
-def connect_failure(exc: BaseException) -> str | None:
+def _mask_password_pairs(text: str) -> str:
+    """`text` with the value of every `…password=value` pair masked: libpq's `key=value` form
+    (`host=h password='a b'`), which is no URL. A plain scan: linear in the length of `text`."""
+    out: list[str] = []
+    lowered, start = text.lower(), 0
+    while (found := lowered.find("password", start)) >= 0:
+        value = found + len("password")
+        while value < len(text) and text[value] == " ":
+            value += 1
+        if value >= len(text) or text[value] != "=":
+            out.append(text[start:value])
+            start = value
+            continue
+        value += 1
+        while value < len(text) and text[value] == " ":
+            value += 1
+        end = value
+        if end < len(text) and text[end] == "'":  # quoted: up to the closing quote, `\'` inside
+            end += 1
+            while end < len(text) and text[end] != "'":
+                end += 2 if text[end] == "\\" else 1
+            end = min(end + 1, len(text))
+        else:
+            while end < len(text) and not text[end].isspace() and text[end] != "&":
+                end += 1
+        out.append(text[start:value] + URL_MASK)
+        start = end
+    out.append(text[start:])
+    return "".join(out)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secrets of a database URL that a driver's message may echo: the userinfo's password (and,
+    when it holds an unencoded `@`, each part of it: a parser that cut it at the first `@` shows the
+    rest as the host), and the value of every `…password=` query parameter; longest first."""
+    found: set[str] = set()
+    for password in url_passwords(url):
+        found.add(password)
+        found.update(part for part in password.split("@") if len(part) > 1)
+    query = url.partition("?")[2]
+    for pair in query.split("&"):
+        key, _eq, value = pair.partition("=")
+        if "password" in key.lower() and value:
+            found.add(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def connect_failure(exc: BaseException, url: str | None = None) -> str | None:
     """Why a connection to Postgres failed, in one line (libpq's first line, without its `connection to
-    server at … failed:` preamble), if `exc` is or was caused by a failed connection; else None."""
+    server at … failed:` preamble, control characters escaped), if `exc` is or was caused by a failed
+    connection; else None. With the `url` that was connected to, its secrets are masked in the reason
+    (libpq echoes the host, which may hold the tail of a password)."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -96,9 +192,39 @@ def connect_failure(exc: BaseException) -> str | None:
         if isinstance(current, psycopg2.OperationalError) and current.pgcode is None:
             first = next((" ".join(line.split()) for line in str(current).splitlines() if line.strip()), "")
             reason = first.partition(" failed: ")[2] if first.startswith("connection to server") else first
-            return reason or type(current).__name__
+            for secret in url_secrets(url) if url else ():
+                reason = reason.replace(secret, URL_MASK)
+            return one_line(reason) or type(current).__name__
         current = current.__cause__ or current.__context__
     return None
+
+
+def connect_wait(connect_timeout: float) -> int:
+    """How long libpq really waits for a connection given `connect_timeout` (CONNECT_DB_CONNECT_TIMEOUT):
+    whole seconds, at least 2 (libpq's own minimum)."""
+    return max(2, math.ceil(connect_timeout))
+
+
+# What the server says when it answered and refused, and what to do about it; the first match wins.
+_REFUSALS = (
+    (
+        ("starting up", "shutting down", "not currently accepting", "in recovery mode", "too many clients"),
+        "the server is up but not taking connections now: wait for it and run again, or check its state",
+    ),
+    (
+        ("does not exist", "authentication failed", "pg_hba.conf", "not permitted to log in", "permission denied"),
+        "fix the user, password or database name in CONNECT_DATABASE_URL",
+    ),
+)
+
+
+def refusal_fix(reason: str) -> str:
+    """What to do when the server refused a connection for `reason` (its FATAL message)."""
+    lowered = reason.lower()
+    for signs, fix in _REFUSALS:
+        if any(sign in lowered for sign in signs):
+            return fix
+    return "check the server's log, and CONNECT_DATABASE_URL"
 
 
 _DEFAULT_CONNECT_TIMEOUT: float = Settings.model_fields["db_connect_timeout"].default
@@ -122,7 +248,7 @@ def make_engine(
     and no JIT.
     """
     connect_args = dict(kwargs.pop("connect_args", {}))
-    connect_args.setdefault("connect_timeout", max(2, math.ceil(connect_timeout)))  # libpq: whole seconds, >= 2
+    connect_args.setdefault("connect_timeout", connect_wait(connect_timeout))
     connect_args.setdefault("keepalives", 1)
     connect_args.setdefault("keepalives_idle", 10)
     connect_args.setdefault("keepalives_interval", 5)

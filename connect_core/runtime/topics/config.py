@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from connect_core.sdk.config import whole_number
+
 __all__ = [
     "CLEANUP_POLICIES",
     "DEFAULTS",
@@ -123,13 +125,12 @@ def _policy(value: Any) -> str | None:
 
 
 def _whole(value: Any) -> int | None:
-    if isinstance(value, bool):
+    """`value` by the SDK's one rule of whole numbers (the rule create validated
+    `topic.creation.default.*` with), None when it is not one."""
+    try:
+        return whole_number(value)
+    except ValueError:
         return None
-    if isinstance(value, int):
-        return value if abs(value) < 2**63 else None  # stored as a bigint
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) <= 19:
-        return int(value.strip())
-    return None
 
 
 def effective_config(config: Mapping[str, Any], default_retention_ms: int) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from connect_core.runtime.sparkutil import default_parallelism
+from connect_core.runtime.spark.session import default_parallelism
 from connect_core.runtime.topics.files import RUN_COLUMN, SEQ_COLUMN, SPARK_SCHEMA_KEY, delete_file, local_dir
 from connect_core.runtime.topics.store import Segment
 from connect_core.sdk import is_connect

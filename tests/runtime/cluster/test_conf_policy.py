@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from connect_core.runtime.cluster.connect_server import start_server
 from connect_core.runtime.cluster.rebalancer import place
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.submit import spark_conf, spark_submit_command
+from connect_core.runtime.execution.submit import spark_submit_command
+from connect_core.runtime.execution.warm_pool import start_server
+from connect_core.runtime.spark.conf import spark_conf
 from connect_core.sdk.errors import ConfigError
 from tests.conftest import file_pair
 
@@ -97,14 +98,14 @@ def test_a_warm_pool_server_refuses_a_refused_conf_before_it_starts(runtime: Run
     ],
 )
 def test_s3a_keys_that_load_classes_or_name_local_paths_are_refused_whatever_is_allowed(key: str) -> None:
-    from connect_core.runtime.cluster.conf_policy import forbidden_reason
+    from connect_core.runtime.spark.conf_policy import forbidden_reason
 
     assert forbidden_reason(key) is not None
     assert forbidden_reason("spark.hadoop.fs.s3a.access.key") is None  # credentials of the pool's own store
 
 
 def test_a_value_spark_or_hadoop_would_fill_with_variables_and_a_container_image_are_refused() -> None:
-    from connect_core.runtime.cluster.conf_policy import SparkConfPolicy
+    from connect_core.runtime.spark.conf_policy import SparkConfPolicy
 
     refused = SparkConfPolicy().refused(
         {

@@ -13,12 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from connect_core.runtime.cluster.connect_server import ServerInfo, start_server, stop_server
 from connect_core.runtime.cluster.liveness import probe
 from connect_core.runtime.cluster.pools import PoolInfo
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution import _faults
+from connect_core.runtime.execution.warm_pool import ServerInfo, start_server, stop_server
 from connect_core.runtime.settings import Settings
+from connect_core.sdk.testing import faults
 from tests.conftest import file_pair, make_runner
 
 pytestmark = pytest.mark.spark_connect
@@ -61,12 +61,12 @@ def test_a_server_killed_mid_run_fails_the_run_fast_and_a_restart_loses_nothing(
         if point == "before_stage":
             os.killpg(first.pid, signal.SIGKILL)
 
-    checkpoint = _faults.checkpoint
-    monkeypatch.setattr(_faults, "checkpoint", kill_the_server)
+    checkpoint = faults.checkpoint
+    monkeypatch.setattr(faults, "checkpoint", kill_the_server)
     started = time.monotonic()
     failed = _runner(runtime, first.master).run("fileSinkConnector", 0)
     took = time.monotonic() - started
-    monkeypatch.setattr(_faults, "checkpoint", checkpoint)
+    monkeypatch.setattr(faults, "checkpoint", checkpoint)
     assert failed.state == "FAILED" and took < 60, (failed.state, took)
     assert (failed.error_kind, failed.message) == (
         "retriable",  # Airflow retries it; the rebalance sensor moves the task off a dead pool

@@ -9,13 +9,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from connect_core.runtime.cluster.connect_server import start_server, stop_server
 from connect_core.runtime.cluster.liveness import probe
 from connect_core.runtime.cluster.pools import PoolInfo
-from connect_core.runtime.cluster.spark_connect import ConnectUrl, pool_kind, public_master, reachable
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.submit import REMOTE_ENV, connect_client_command
+from connect_core.runtime.execution.submit import connect_client_command
+from connect_core.runtime.execution.warm_pool import start_server, stop_server
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.connect import REMOTE_ENV, ConnectUrl, pool_kind, public_master, reachable
 from connect_core.sdk.errors import ConfigError
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from connect_core.runtime.execution.jvm_archive import archive_path, build_archive, driver_java_options
-from connect_core.runtime.execution.submit import spark_conf, spark_submit_path
 from connect_core.runtime.settings import Settings
+from connect_core.runtime.spark.conf import spark_conf
+from connect_core.runtime.spark.install import spark_submit_path
+from connect_core.runtime.spark.jvm_archive import archive_path, build_archive, driver_java_options
 
 
 def test_a_built_archive_is_the_one_spark_submit_starts_from(tmp_path: Path) -> None:

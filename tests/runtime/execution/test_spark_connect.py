@@ -233,7 +233,7 @@ def test_a_sql_transform_runs_and_stays_confined(
     allowed = make(SqlTransform, query="SELECT * FROM __THIS__")
     with pytest.raises(TransformError, match="runSQLOnFiles"):
         chain(allowed).spark(run_session.createDataFrame([(1,)], "id long"), "t")
-    from connect_core.runtime.sparkutil import prepare_session
+    from connect_core.runtime.spark.session import prepare_session
 
     prepare_session(run_session)
     assert run_session.conf.get("spark.sql.runSQLOnFiles") == "false"
