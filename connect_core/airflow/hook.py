@@ -11,20 +11,25 @@ Two defaults of `SparkSubmitHook` leak secrets when used as is:
   the driver is the spark-submit process itself. This hook never hands the provider `env_vars`:
   the runner's environment goes to the spark-submit process as its environment, and where the
   driver runs elsewhere (cluster deploy mode) as Spark settings in a 0600 properties file, as do
-  Spark settings whose key looks secret (`submit.secret_properties`), deleted after the submit.
+  Spark settings whose key looks secret (`spark.conf.secret_properties`), deleted after the submit.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from connect_core.runtime.execution.submit import secret_properties
+from connect_core.runtime.execution.submit import RESULT_PREFIX
+from connect_core.runtime.spark.conf import secret_properties
 
-__all__ = ["ConnectSubmitHook", "driver_env_conf"]
+if TYPE_CHECKING:
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+__all__ = ["ConnectSubmitHook", "driver_env_conf", "hook_for"]
 
 
 def driver_env_conf(master: str, env: Mapping[str, str]) -> dict[str, str]:
@@ -66,6 +71,9 @@ class ConnectSubmitHook(SparkSubmitHook):
                 "move its settings into the Spark pool's conf"
             )
         self._secret_args: list[str] = []
+        #: What the runner reported of each run (its `CONNECT_RESULT` lines), in order; none when the
+        #: driver runs on the cluster (cluster deploy mode), whose output spark-submit does not relay.
+        self.results: list[dict[str, Any]] = []
 
     def _resolve_connection(self) -> dict[str, Any]:
         # The base __init__ derives YARN / Kubernetes / cluster tracking from this: the pool's master.
@@ -79,6 +87,15 @@ class ConnectSubmitHook(SparkSubmitHook):
     def _build_spark_common_args(self) -> list[str]:
         return [*super()._build_spark_common_args(), *self._secret_args]
 
+    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
+        super()._process_spark_submit_log(self._results_from(itr))
+
+    def _results_from(self, lines: Iterator[Any]) -> Iterator[Any]:
+        for line in lines:
+            if isinstance(line, str) and line.startswith(RESULT_PREFIX):
+                self.results.append(json.loads(line[len(RESULT_PREFIX) :]))
+            yield line
+
     def submit(self, application: str = "", **kwargs: Any) -> str | None:
         env = {**os.environ, **kwargs.pop("env", {}), **self._process_env}
         with secret_properties(self._secret_conf) as self._secret_args:
@@ -86,3 +103,53 @@ class ConnectSubmitHook(SparkSubmitHook):
                 return super().submit(application, env=env, **kwargs)
             finally:
                 self._secret_args = []  # the file is gone once the block ends
+
+
+def hook_for(
+    operator: SparkSubmitOperator,
+    *,
+    master: str,
+    process_env: Mapping[str, str],
+    secret_conf: Mapping[str, str],
+) -> ConnectSubmitHook:
+    """The hook of a `SparkSubmitOperator` (as its own `_get_hook` builds it), submitting to `master`
+    with `process_env` and `secret_conf` off argv."""
+    op: Any = operator  # the provider keeps these as private attributes
+    return ConnectSubmitHook(
+        master=master,
+        process_env=process_env,
+        secret_conf=secret_conf,
+        cluster_env={k: v for k, v in process_env.items() if k.startswith("CONNECT_")},
+        conf=op.conf,
+        conn_id=op._conn_id,
+        files=op.files,
+        py_files=op.py_files,
+        archives=op._archives,
+        driver_class_path=op.driver_class_path,
+        jars=op.jars,
+        java_class=op._java_class,
+        packages=op.packages,
+        exclude_packages=op.exclude_packages,
+        repositories=op._repositories,
+        total_executor_cores=op._total_executor_cores,
+        executor_cores=op._executor_cores,
+        executor_memory=op._executor_memory,
+        driver_memory=op._driver_memory,
+        keytab=op.keytab,
+        principal=op.principal,
+        proxy_user=op.proxy_user,
+        name=op.name,
+        num_executors=op._num_executors,
+        status_poll_interval=op._status_poll_interval,
+        application_args=op.application_args,
+        verbose=op._verbose,
+        spark_binary=op._spark_binary,
+        properties_file=op.properties_file,
+        yarn_queue=op._yarn_queue,
+        deploy_mode=op._deploy_mode,
+        use_krb5ccache=op._use_krb5ccache,
+        post_submit_commands=op.post_submit_commands,
+        track_driver_via_k8s_api=op._track_driver_via_k8s_api,
+        yarn_track_via_rm_api=op._yarn_track_via_rm_api,
+        yarn_rm_auth=op._yarn_rm_auth,
+    )

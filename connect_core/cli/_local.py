@@ -44,16 +44,22 @@ def run(
     on this machine (`connect pools start`), its worker runs them: no start-up at all."""
     if task is not None and len(names) > 1:
         raise typer.BadParameter("--task needs a single connector")
-    answer = _run_on_worker(names, task, master)
-    if answer is None:
-        answer = _run_here(names, task, master)
-    results, groups = answer["results"], answer["groups"]
+    from connect_core.runtime.execution.launcher import State, launch_names
+    from connect_core.runtime.settings import Settings
+
+    def show(level: int, line: str) -> None:  # what a worker's runs log: its warnings and errors
+        if level >= logging.WARNING:
+            err.print(line, highlight=False, markup=False)
+
+    with _errors():
+        launched = launch_names(Settings(), names, task=task, master=master, open_runtime=runtime, on_log=show)
+    results = [dict(o.record) for o in launched.outcomes]
     if output == "json":
         print_json([{k: v for k, v in r.items() if k != "tail"} for r in results])
     else:
-        _print_runs(names, results, groups)
-    for r in results:
-        if r.get("state") not in ("SUCCEEDED", "SKIPPED"):
+        _print_runs(names, results, launched.groups)
+    for outcome, r in zip(launched.outcomes, results, strict=True):
+        if outcome.state not in (State.SUCCEEDED, State.SKIPPED):
             problem = java_problem() if r.get("run_id") is None else None  # spark-submit never started it
             if problem:
                 print_error(problem)
@@ -63,37 +69,6 @@ def run(
                     highlight=False,
                 )
             raise typer.Exit(1)
-
-
-def _run_on_worker(names: list[str], task: int | None, master: str | None) -> dict[str, Any] | None:
-    """The runs, done by a warm pool's worker on this machine if one serves this metadata store
-    (only the standard library and the settings are loaded for it); None if there is none."""
-    from connect_core.runtime.cluster.spark_connect import is_connect_master
-    from connect_core.runtime.execution.worker_client import find_worker, fingerprint, run_on_worker
-    from connect_core.runtime.settings import Settings
-
-    if master is not None and not is_connect_master(master):
-        return None
-    with _errors():
-        settings = Settings()
-        mark = fingerprint(settings)
-        path = find_worker(settings.home, mark)
-        if path is None:
-            return None
-
-        def show(level: int, line: str) -> None:
-            if level >= logging.WARNING:
-                err.print(line, highlight=False, markup=False)
-
-        return run_on_worker(path, mark, names, task=task, master=master, on_log=show)
-
-
-def _run_here(names: list[str], task: int | None, master: str | None) -> dict[str, Any]:
-    from connect_core.runtime.execution.local_run import plan_runs, run_planned, run_record
-
-    with runtime() as rt:
-        done, groups = run_planned(rt, plan_runs(rt, names, master, task), master)
-    return {"results": [run_record(r, pool) for r, pool in done], "groups": groups}
 
 
 def _print_runs(names: list[str], results: list[dict[str, Any]], groups: int) -> None:
@@ -125,7 +100,7 @@ def _print_runs(names: list[str], results: list[dict[str, Any]], groups: int) ->
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (RocketMQ Connect's 8082 by default)")] = 8082,
+    port: Annotated[int, typer.Option(help="Port (RocketMQ Connect's 8082 by default)", min=1, max=65535)] = 8082,
 ) -> None:
     """Serve the REST API (Kafka Connect's API and RocketMQ Connect's routes)."""
     import uvicorn
@@ -136,23 +111,24 @@ def serve(
     from connect_core.runtime.context import Runtime
     from connect_core.runtime.settings import Settings
 
-    settings = Settings()
     with _errors():
+        settings = Settings()
         require_free_port(host, port)
     with runtime():  # migrate and check the store once, up front
         pass
     try:
         tokens = tokens_from_settings(settings)
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        print_error(str(exc))
         raise typer.Exit(2) from exc
     app = create_app(
         lambda: Runtime.open(settings, upgrade=False),
         auth=[bearer_or_loopback(tokens=tokens)],
         edge=EdgePolicy.from_settings(settings, bound_to=host),
     )
+    shown_host = f"[{host}]" if ":" in host else host  # an IPv6 address, as a URL writes it
     out.print(
-        f"Connect REST API on http://{host}:{port} (OpenAPI: /docs); auth: "
+        f"Connect REST API on http://{shown_host}:{port} (OpenAPI: /docs); auth: "
         + (f"bearer tokens of the {', '.join(sorted(r.name for r in tokens))} role(s)" if tokens else "loopback only")
     )
     import gc
@@ -170,8 +146,8 @@ def spark_archive(
 
     Once per JVM and Spark install (`scripts/bootstrap.sh` and the Docker image do it); runs a
     short training spark-submit on local Spark."""
-    from connect_core.runtime.execution.jvm_archive import build_archive
     from connect_core.runtime.settings import Settings
+    from connect_core.runtime.spark.jvm_archive import build_archive
 
     path, seconds = build_archive(Settings(), force=force)
     if seconds is None:
@@ -232,7 +208,9 @@ def airflow_plugins_path() -> None:
 
 @airflow_app.command("up")
 def airflow_up(
-    port: Annotated[int, typer.Option(help="Port of the Airflow UI and API (bound to 127.0.0.1)")] = 8080,
+    port: Annotated[
+        int, typer.Option(help="Port of the Airflow UI and API (bound to 127.0.0.1)", min=1, max=65535)
+    ] = 8080,
     airflow_db: Annotated[
         str, typer.Option(help="Database for Airflow's own metadata, on the same server")
     ] = "airflow",
@@ -247,9 +225,10 @@ def airflow_up(
 ) -> None:
     """Start Airflow (api-server, scheduler, dag-processor, triggerer) with Connect's DAGs and plugin,
     and a warm pool (a Spark Connect server and its worker) that runs the tasks while it is up."""
-    from connect_core.platform import WarmPool, airflow_environment, run_platform
+    from connect_core.platform import WarmPool, airflow_environment, check_database_name, run_platform
 
     with _errors():
+        check_database_name(airflow_db)
         require_free_port("127.0.0.1", port)  # the api-server's: its own failure would show only in its log
     with runtime() as rt:
         platform = airflow_environment(rt.settings, rt.database_url, port=port, airflow_db=airflow_db)

@@ -103,10 +103,7 @@ class RunStore:
                 )
             ):
                 if other.lease_expires_at > now and not _holder_died(other.worker_id):
-                    raise TaskBusyError(
-                        f"task `{connector}-{task_id}` is already running as run {other.id} "
-                        f"(lease until {other.lease_expires_at.isoformat()}); wait for it to finish"
-                    )
+                    raise TaskBusyError(_busy_message(connector, task_id, other))
                 other.state, other.finished_at = "ABANDONED", now
                 other.error = "lease expired without a commit; the task was taken over by a newer run"
             task.generation += 1
@@ -134,6 +131,25 @@ class RunStore:
                 connector_type=conn.type,
                 target_state=conn.target_state,
             )
+
+    def holder(self, connector: str, task_id: int) -> str | None:
+        """Why a run of the task would be BUSY now (another run holds a live lease), or None. A read
+        only, by `acquire`'s rule: a launcher asks before paying for a Spark start; `acquire` decides."""
+        with self._sessions() as s:
+            now = s.scalars(select(func.now())).one()
+            for other in s.scalars(
+                select(TaskRunRow).where(
+                    TaskRunRow.connector == connector, TaskRunRow.task_id == task_id, TaskRunRow.state == "RUNNING"
+                )
+            ):
+                if other.lease_expires_at > now and not _holder_died(other.worker_id):
+                    return _busy_message(connector, task_id, other)
+        return None
+
+    def newest_run_id(self) -> int:
+        """The id of the newest run of any task (0 when none): runs recorded after it are newer."""
+        with self._sessions() as s:
+            return int(s.scalar(select(func.coalesce(func.max(TaskRunRow.id), 0))) or 0)
 
     def heartbeat(self, lease: Lease, lease_seconds: float) -> bool:
         """Extend the lease; False when the run has been fenced and should stop."""
@@ -231,6 +247,13 @@ class RunStore:
     def forget_staged(self, run_id: int) -> None:
         with self._sessions.begin() as s:
             s.execute(update(TaskRunRow).where(TaskRunRow.id == run_id).values(staged_paths=[]))
+
+
+def _busy_message(connector: str, task_id: int, other: TaskRunRow) -> str:
+    return (
+        f"task `{connector}-{task_id}` is already running as run {other.id} "
+        f"(lease until {other.lease_expires_at.isoformat()}); wait for it to finish"
+    )
 
 
 def _holder_died(worker_id: str | None) -> bool:

@@ -4,7 +4,7 @@ runs tasks for `connect run` and the Airflow operator, as a Kafka Connect worker
 With the server warm, a small sync's time is mostly the client's own start: a Python interpreter,
 the imports of pyspark's Connect client, pandas, pyarrow, gRPC and SQLAlchemy, and a metadata
 connection (measured: 1.5 s of a 3.2 s `connect run src sink` of 10,000 rows). The worker pays
-them once. It runs each request with the same code as `connect run` (`local_run`), each run in a
+them once. It runs each request through the same launcher as `connect run` (`launcher`), each run in a
 Spark Connect session of its own, in a thread per request; what a run logs goes back to the caller.
 It runs only tasks placed on Spark Connect pools: a request with a task on a classic pool is refused
 before anything runs, and the caller makes its spark-submit itself, in its own environment.
@@ -24,7 +24,6 @@ import os
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -32,12 +31,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.cluster import processes
+from connect_core.runtime.execution import processes
+from connect_core.runtime.execution.warm_pool import ALSO_SERVES_ENV
 from connect_core.runtime.execution.worker_client import (
     KEEPALIVE_S,
     MAX_REQUEST_BYTES,
     fingerprint,
-    ping,
     worker_files,
 )
 from connect_core.runtime.security import mask_text
@@ -45,9 +44,9 @@ from connect_core.runtime.settings import Settings
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
 
 if TYPE_CHECKING:
-    from connect_core.runtime.execution.local_run import PlannedRun
+    from connect_core.runtime.execution.launcher import Launcher
 
-__all__ = ["MAX_NAMES", "main", "start_worker", "stop_worker"]
+__all__ = ["MAX_NAMES", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +55,6 @@ MAX_NAMES = 1000
 _MAX_CONNECTIONS = 32
 _READ_TIMEOUT_S = 10.0
 _SEND_TIMEOUT_S = 30.0
-#: The longest path a Unix socket can have (sun_path, with its terminating NUL).
-_MAX_SOCKET_PATH = 107
-_START_TIMEOUT_S = 90.0
-#: Other fingerprints of the worker's own metadata store (the platform's worker runs on the embedded
-#: store's URL; a `connect run` in a shell names that store by its home), comma-separated hashes.
-ALSO_SERVES_ENV = "CONNECT_WORKER_ALSO_SERVES"
 
 
 class _Forward(logging.Handler):
@@ -194,14 +187,14 @@ class Worker:
             _answer(conn, {"error": "unknown op", "code": "refused"})
 
     def _run(self, conn: socket.socket, request: dict[str, Any]) -> None:
-        names, task, master = _run_arguments(request)
+        names, task, tasks, master = _run_arguments(request)
         if request.get("fingerprint") not in (self.fingerprint, *self.also_serves):
             _answer(conn, {"error": "the worker serves another metadata store", "code": "refused"})
             return
         if self.stopping.is_set():
             _answer(conn, {"error": "the worker is stopping", "code": "refused"})
             return
-        from connect_core.runtime.execution.local_run import plan_runs, run_planned, run_record
+        from connect_core.runtime.execution.launcher import Where, plan_runs, plan_tasks
 
         gone, done_event = threading.Event(), threading.Event()
         sending = threading.Lock()
@@ -222,8 +215,9 @@ class Worker:
         with self._lock:
             self.in_flight += 1
         try:
-            planned = plan_runs(self.runtime, names, master, task)
-            classic = [f"{r.connector}-{r.task_id}" for r in planned if not _on_spark_connect(r, master)]
+            planned = plan_tasks(self.runtime, tasks, master) if tasks else plan_runs(self.runtime, names, master, task)
+            launcher = self._launcher()
+            classic = [f"{r.connector}-{r.task_id}" for r in planned if launcher.where(r, master)[0] is not Where.CLIENT]
             if classic:  # a spark-submit is the caller's own to make, with its own environment
                 send({"error": f"tasks on classic pools: {', '.join(classic)}", "code": "refused"})
                 return
@@ -231,8 +225,8 @@ class Worker:
             self.forward.attach(send)
             threading.Thread(target=keep_alive, daemon=True).start()
             log.info("worker %d of pool `%s` runs %s", os.getpid(), self.pool, ", ".join(names))
-            done, groups = run_planned(self.runtime, planned, master)
-            send({"results": [run_record(r, pool) for r, pool in done], "groups": groups})
+            launched = launcher.launch(planned, master)
+            send({"results": [dict(o.record) for o in launched.outcomes], "groups": launched.groups})
         except ConnectError as exc:
             code = "config" if isinstance(exc, ConfigError) else "not_found" if isinstance(exc, NotFoundError) else ""
             send({"error": mask_text(str(exc)), "code": code or "error"})
@@ -245,6 +239,12 @@ class Worker:
             with self._lock:
                 self.in_flight -= 1
                 self.last_activity = time.monotonic()
+
+    def _launcher(self) -> Launcher:
+        """This worker's launcher: it runs what it takes in its own process, asking no worker (it is one)."""
+        from connect_core.runtime.execution.launcher import Launcher
+
+        return Launcher(self.runtime, ask_workers=False)
 
     # -- idleness -------------------------------------------------------------------------------
 
@@ -288,7 +288,7 @@ class Worker:
     def _stop_idle_pool(self) -> bool:
         """Stop the idle pool's server, unless a `connect pools start` or `stop` of it runs now;
         whether it stopped (then this worker ends too)."""
-        from connect_core.runtime.cluster.connect_server import pool_lock, stop_server
+        from connect_core.runtime.execution.warm_pool import pool_lock, stop_server
 
         with processes.locked(pool_lock(self.settings, self.pool), wait=False) as mine:
             if not mine:
@@ -328,7 +328,9 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
     return request
 
 
-def _run_arguments(request: dict[str, Any]) -> tuple[list[str], int | None, str | None]:
+def _run_arguments(
+    request: dict[str, Any],
+) -> tuple[list[str], int | None, list[tuple[str, int]] | None, str | None]:
     names, task, master = request.get("names"), request.get("task"), request.get("master")
     if not isinstance(names, list) or not 0 < len(names) <= MAX_NAMES or not all(isinstance(n, str) for n in names):
         raise _BadRequest(f"`names` is a list of 1 to {MAX_NAMES} connector names")
@@ -336,14 +338,28 @@ def _run_arguments(request: dict[str, Any]) -> tuple[list[str], int | None, str 
         raise _BadRequest("`task` is a task number or null")
     if master is not None and not isinstance(master, str):
         raise _BadRequest("`master` is a Spark master or null")
-    return names, task, master
+    return names, task, _tasks_argument(request.get("tasks"), names), master
 
 
-def _on_spark_connect(run: PlannedRun, master: str | None) -> bool:
-    from connect_core.runtime.cluster.spark_connect import is_connect_master
-
-    where = run.placement.master if run.placement else master
-    return bool(where) and is_connect_master(str(where))
+def _tasks_argument(tasks: Any, names: list[str]) -> list[tuple[str, int]] | None:
+    """`tasks`, when given: 1 to MAX_NAMES pairs [connector of `names`, task number], run in that order."""
+    if tasks is None:
+        return None
+    if not isinstance(tasks, list) or not 0 < len(tasks) <= MAX_NAMES:
+        raise _BadRequest(f"`tasks` is a list of 1 to {MAX_NAMES} [connector, task] pairs")
+    pairs = []
+    for pair in tasks:
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or pair[0] not in names
+            or not isinstance(pair[1], int)
+            or isinstance(pair[1], bool)
+            or pair[1] < 0
+        ):
+            raise _BadRequest("`tasks` holds [connector, task] pairs of the connectors in `names`")
+        pairs.append((str(pair[0]), int(pair[1])))
+    return pairs
 
 
 def _answer(conn: socket.socket, message: dict[str, Any]) -> None:
@@ -360,79 +376,14 @@ def _same_user(conn: socket.socket) -> bool:
     return uid == os.getuid()
 
 
-# -- supervision ----------------------------------------------------------------------------------
-
-
-def start_worker(
-    settings: Settings,
-    pool: str,
-    master: str,
-    *,
-    idle_timeout: float = 0.0,
-    env: dict[str, str] | None = None,
-    also_serves: Sequence[str] = (),
-) -> int:
-    """Start the pool's worker (detached, its output in `pools/<pool>.worker.log`) and wait until it
-    answers; its pid. The server's URL, which holds its token, goes by environment. `also_serves`:
-    other fingerprints of the same metadata store (`worker_client.fingerprint`), whose callers it
-    answers too."""
-    from connect_core.runtime.cluster.connect_server import pool_folder
-    from connect_core.runtime.execution.submit import REMOTE_ENV, security_env
-
-    pool_folder(settings, pool)  # the name checked (it names files), the folder made
-    sock, pid_file, log_path = worker_files(settings.home, pool)
-    if len(str(sock)) > _MAX_SOCKET_PATH:
-        raise ConfigError(
-            f"the worker's socket path {sock} is longer than a Unix socket's {_MAX_SOCKET_PATH} bytes: "
-            "use a shorter CONNECT_HOME or pool name"
-        )
-    stop_worker(settings, pool)
-    proc_env = {
-        **os.environ,
-        **security_env(settings),
-        "CONNECT_HOME": str(settings.home),
-        REMOTE_ENV: master,
-        **(env or {}),
-        ALSO_SERVES_ENV: ",".join(also_serves),
-    }
-    if settings.database_url is not None:
-        proc_env["CONNECT_DATABASE_URL"] = settings.database_url.get_secret_value()
-    cmd = [sys.executable, "-m", "connect_core.runtime.execution.worker", "--pool", pool]
-    cmd += ["--idle-timeout", str(idle_timeout)]
-    with open(log_path, "ab") as out:
-        proc = subprocess.Popen(cmd, env=proc_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    processes.write_pid_file(pid_file, proc.pid)
-    deadline = time.monotonic() + _START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = mask_text("\n".join(log_path.read_text(errors="replace").splitlines()[-15:]))
-            raise ConfigError(f"the worker of pool `{pool}` exited with {proc.returncode} at start-up:\n{tail}")
-        if sock.is_socket() and ping(sock) is not None:
-            return proc.pid
-        time.sleep(0.2)
-    stop_worker(settings, pool)
-    raise ConfigError(f"the worker of pool `{pool}` did not answer within {_START_TIMEOUT_S:.0f} s (log: {log_path})")
-
-
-def stop_worker(settings: Settings, pool: str, timeout: float = 35.0) -> bool:
-    """Stop the pool's worker if one runs (it lets running requests finish first); whether one did."""
-    from connect_core.runtime.cluster.connect_server import pool_folder
-
-    pool_folder(settings, pool)
-    sock, pid_file, _ = worker_files(settings.home, pool)
-    stopped = processes.stop(pid_file, timeout)
-    sock.unlink(missing_ok=True)
-    return stopped
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="connect-pool-worker")
     parser.add_argument("--pool", required=True)
     parser.add_argument("--idle-timeout", type=float, default=0.0, help="seconds; 0 = never")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from connect_core.runtime.execution.submit import REMOTE_ENV
     from connect_core.runtime.security import install_log_masking, masker
+    from connect_core.runtime.spark.connect import REMOTE_ENV
 
     install_log_masking()
     for noisy in ("py4j", "alembic"):
@@ -440,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     master = os.environ.pop(REMOTE_ENV, "")
     if not master:
         parser.error(f"{REMOTE_ENV} names the pool's Spark Connect server")
-    from connect_core.runtime.cluster.spark_connect import token_of
+    from connect_core.runtime.spark.connect import token_of
 
     if token := token_of(master):
         masker.add(token)

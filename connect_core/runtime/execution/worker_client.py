@@ -121,16 +121,21 @@ def run_on_worker(
     names: Sequence[str],
     *,
     task: int | None = None,
+    tasks: Sequence[tuple[str, int]] | None = None,
     master: str | None = None,
     on_log: Callable[[int, str], None] | None = None,
 ) -> dict[str, Any] | None:
-    """Have the worker at `path` run the tasks (as `connect run` would): its answer
+    """Have the worker at `path` run the tasks (as `connect run` would; with `tasks`, exactly those
+    tasks of `names`, in that order): its answer
     (`results`: each run's record with its `pool`, `exit_code` and `wall_s`; `groups`), what the
     runs log going to `on_log(level, line)` meanwhile; or None when
     the worker refused before running anything (another metadata store, busy, going away).
     Raises what the worker reports as the user's error (`ConfigError`, `NotFoundError`), and
     `WorkerGone` when it dies mid-request."""
-    request = {"op": "run", "fingerprint": fingerprint_, "names": list(names), "task": task, "master": master}
+    request: dict[str, Any] = {"op": "run", "fingerprint": fingerprint_, "names": list(names), "task": task}
+    request["master"] = master
+    if tasks is not None:
+        request["tasks"] = [[name, number] for name, number in tasks]
     try:
         sock = _connect(path, None)
     except OSError:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from connect_core.runtime.cluster.processes import pid_alive
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.worker import start_worker, stop_worker
+from connect_core.runtime.execution.processes import pid_alive
+from connect_core.runtime.execution.warm_pool import start_worker, stop_worker
 from connect_core.runtime.execution.worker_client import (
     MAX_REQUEST_BYTES,
     WorkerGone,
@@ -183,7 +183,7 @@ def test_a_metadata_store_is_the_same_however_its_url_is_spelled(tmp_path: Path)
 
 
 def test_a_warm_pool_never_takes_over_a_classic_pools_name(runtime: Runtime) -> None:
-    from connect_core.runtime.cluster.connect_server import start_pool
+    from connect_core.runtime.execution.warm_pool import start_pool
     from connect_core.sdk.errors import ConfigError
 
     with pytest.raises(ConfigError, match="`local` is a classic pool"):
