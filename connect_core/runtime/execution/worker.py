@@ -217,7 +217,9 @@ class Worker:
         try:
             planned = plan_tasks(self.runtime, tasks, master) if tasks else plan_runs(self.runtime, names, master, task)
             launcher = self._launcher()
-            classic = [f"{r.connector}-{r.task_id}" for r in planned if launcher.where(r, master)[0] is not Where.CLIENT]
+            classic = [
+                f"{r.connector}-{r.task_id}" for r in planned if launcher.where(r, master)[0] is not Where.CLIENT
+            ]
             if classic:  # a spark-submit is the caller's own to make, with its own environment
                 send({"error": f"tasks on classic pools: {', '.join(classic)}", "code": "refused"})
                 return
