@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -111,7 +112,13 @@ def _check_pools(api: Api, env: dict[str, str]) -> None:
     """Each Spark pool has an Airflow pool with its capacity as slots; tasks take a slot of theirs."""
     slots = {p["name"]: p["slots"] for p in api.get("/pools")["pools"]}
     assert slots["connect_local"] == 2
-    (ti,) = api.get("/dags/connect__fileSourceConnector/dagRuns/~/taskInstances?limit=1")["task_instances"]
+    # The DAG takes its pool from the assignments as of its last parse: a parse that fell between
+    # the create's commit and its placement's has none; the next parse has it.
+    dag = "/dags/connect__fileSourceConnector"
+    _wait("the source task's Airflow pool", lambda: api.get(f"{dag}/tasks/task_0").get("pool") == "connect_local", 120)
+    run = f"{dag}/dagRuns/" + quote(api.post(f"{dag}/dagRuns", {"logical_date": None})["dag_run_id"], safe="")
+    _wait("a source run on its pool", lambda: api.get(run)["state"] == "success", 180)
+    (ti,) = api.get(f"{run}/taskInstances")["task_instances"]
     assert ti["pool"] == "connect_local"
     assert "connect_rebalance" in api.dag_ids()
     assert api.runs("connect_rebalance"), "the rebalance sensor DAG runs on its own (continuous)"
