@@ -43,7 +43,7 @@ from connect_core.airflow.hook import ConnectSubmitHook, hook_for
 from connect_core.runtime.cluster.rebalancer import Placement
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.launcher import FATAL_KINDS, Launcher, Outcome, State, plan_runs, root_cause
-from connect_core.runtime.execution.precheck import has_new_data
+from connect_core.runtime.execution.precheck import has_new_data, record_failure
 from connect_core.runtime.execution.submit import RUNNER_MAIN, SubmitResult, exit_code, runner_args, runner_env
 from connect_core.runtime.execution.worker_client import WorkerGone
 from connect_core.runtime.lineage import run_lineage
@@ -143,7 +143,7 @@ class ConnectTaskOperator(SparkSubmitOperator):
             self._source = info.type == "source"
             if info.target_state != "RUNNING":
                 raise AirflowSkipException(f"connector `{self.connector}` is {info.target_state}")
-            if self.precheck and has_new_data(runtime, self.connector, self.connect_task_id) is False:
+            if self.precheck and self._nothing_new(runtime):
                 raise AirflowSkipException("nothing new since the last commit: Spark not started")
             # Resolved here, on the worker, so the database URL never enters the serialized DAG; it
             # reaches a spark-submit as its environment only (ConnectSubmitHook), and logs mask it.
@@ -177,6 +177,15 @@ class ConnectTaskOperator(SparkSubmitOperator):
             raise AirflowFailException(message) from exc
         except WorkerGone as exc:  # its run may have committed or not: a retry's run will know
             raise ConnectRunFailed(str(exc)) from None
+
+    def _nothing_new(self, runtime: Runtime) -> bool:
+        """The pre-check; a cause it finds that no run can get past (a refused login) fails the task
+        now, recorded as the task's failed run, instead of after a Spark start-up."""
+        try:
+            return has_new_data(runtime, self.connector, self.connect_task_id) is False
+        except (ConfigError, FatalError) as exc:
+            record_failure(runtime, self.connector, self.connect_task_id, exc)
+            raise
 
     def _spark_submit(
         self,

@@ -129,6 +129,8 @@ class SourceTask(ABC):
 
         Return None when the source cannot tell cheaply; the runtime then runs
         the task. Used to skip a Spark start-up for an empty micro-batch.
+        Raise `FatalError` or `ConfigError` for a cause no run can get past (a
+        refused login): the task fails at once, without paying for Spark.
         """
         return None
 

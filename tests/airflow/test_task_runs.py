@@ -6,6 +6,8 @@
   into `spark.yarn.appMasterEnv.*` arguments).
 * Errors: a failed run fails the task with the run's root cause (class and message), logged at ERROR.
 * Retries: a `config` error is not retried; an `unexpected` one is.
+* A cause the pre-check finds that no run can get past (a refused login) fails the task at once,
+  before Spark, recorded as the task's failed run.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from connect_core.runtime.context import Runtime
 from connect_core.runtime.settings import Settings
 from tests.airflow.conftest import AirflowCli
 from tests.conftest import file_pair
+from tests.connectors.jdbc_helpers import Database, mariadb  # noqa: F401  (fixture)
 from tests.e2e.secrets_watch import (
     assert_no_secret,
     run_watched,
@@ -103,3 +106,31 @@ def test_an_unexpected_error_is_retried(airflow: AirflowCli, runtime: Runtime, t
     runs = runtime.connectors.last_runs("bad-file")
     assert [(r["state"], r["stats"]["error_kind"]) for r in runs] == [("FAILED", "unexpected")] * 3  # 1 + 2 retries
     assert "failed (unexpected error): ValueError: invalid literal for int()" in done.stdout + done.stderr
+
+
+def test_a_refused_login_found_by_the_precheck_fails_the_task_before_spark(
+    airflow: AirflowCli, runtime: Runtime, mariadb: Database  # noqa: F811
+) -> None:
+    mariadb.execute("CREATE TABLE orders (id INT PRIMARY KEY, note TEXT)", "INSERT INTO orders VALUES (1, 'a')")
+    name = "wrong-user"
+    runtime.create_connector(
+        name,
+        mariadb.source_config(
+            **{"table.whitelist": "orders", "mode": "incrementing", "incrementing.column.name": "id"},
+            **{"topic.prefix": "shop-", "retries": 2, "retry.delay.seconds": 0},
+        ),
+    )
+    # The user is changed behind validation's back (as a rotated password would break it).
+    (task_config,) = runtime.connectors.get(name).tasks
+    url = task_config["connection.url"].replace("user=root", "user=nobody_here")
+    _break_task_config(runtime, name, **{"connection.url": url})
+    done = airflow("dags", "test", f"connect__{name}", check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Spark-Submit cmd" not in output and "SparkSession" not in output  # Spark never started
+    assert "refused the login" in output and "AirflowFailException" in output
+    assert "up_for_retry" not in output.lower()  # no retry can fix a login
+    runs = runtime.connectors.last_runs(name)
+    assert [(r["state"], r["stats"]["error_kind"]) for r in runs] == [("FAILED", "fatal")]
+    (task,) = runtime.connectors.status(name).tasks
+    assert task.state == "FAILED" and "refused the login" in (task.trace or "")

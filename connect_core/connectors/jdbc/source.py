@@ -40,7 +40,7 @@ from connect_core.sdk import (
     SourcePosition,
     SourceTask,
 )
-from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.errors import ConfigError, FatalError
 from connect_core.sdk.records import driver_max_rows, keyed
 
 if TYPE_CHECKING:
@@ -97,6 +97,8 @@ class JdbcSourceTask(SourceTask):
             return any(
                 _Window(cfg, jdbc, s).bounds(positions.offset(s.key))[0] is not None for s in _sources(cfg, jdbc)
             )
+        except (ConfigError, FatalError):
+            raise  # a refused login, a missing table: the run would fail the same way, after Spark
         except Exception as exc:  # the run reports it, with its context
             self.log.info("cannot tell whether there is anything new (%s); running", exc)
             return None

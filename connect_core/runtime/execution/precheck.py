@@ -8,13 +8,17 @@ of the partitions the task owns? No Spark, one or two metadata queries.
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.runner import error_kind
+from connect_core.runtime.security.masking import mask_text
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SourceTask, TaskContext
+from connect_core.sdk.errors import ConnectError
 
-__all__ = ["has_new_data"]
+__all__ = ["has_new_data", "record_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -38,3 +42,23 @@ def has_new_data(runtime: Runtime, connector: str, task_id: int) -> bool | None:
     committed = runtime.connectors.sink_offsets(connector)
     start = {tp: committed[tp].offset if tp in committed else 0 for tp in owned}
     return bool(start) and bool(runtime.topics.segments_after(start, max_rows=1))
+
+
+def record_failure(runtime: Runtime, connector: str, task_id: int, exc: BaseException) -> None:
+    """A cause found before Spark (a refused login, a config no run can use), recorded as a failed
+    run of the task, as a run that failed in Spark would be: its status, `connect status` and the
+    Connect view show it. Best effort: a task held by another run or a store that is down keeps
+    what it has (the Airflow task fails all the same)."""
+    try:
+        lease = runtime.runs.acquire(connector, task_id, runtime.settings.lease_seconds)
+    except ConnectError as busy:  # busy, fenced, gone: that run's outcome stands
+        log.info("task `%s-%s`: the cause found before Spark is not recorded: %s", connector, task_id, busy)
+        return
+    except Exception as down:
+        log.warning("task `%s-%s`: the cause found before Spark is not recorded: %s", connector, task_id, down)
+        return
+    trace = mask_text("".join(traceback.format_exception(exc)))
+    try:
+        runtime.runs.finish(lease, "FAILED", trace, {"error_kind": error_kind(exc), "failed_before": "spark"})
+    except Exception as down:  # the lease lapses; the next run takes it over
+        log.warning("task `%s-%s`: the cause found before Spark is not recorded: %s", connector, task_id, down)
