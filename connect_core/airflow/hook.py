@@ -75,9 +75,23 @@ class ConnectSubmitHook(SparkSubmitHook):
         #: driver runs on the cluster (cluster deploy mode), whose output spark-submit does not relay.
         self.results: list[dict[str, Any]] = []
 
+    _quiet: _Quiet | None = None
+
+    @property
+    def log(self) -> Any:
+        return self._quiet or super().log
+
     def _resolve_connection(self) -> dict[str, Any]:
         # The base __init__ derives YARN / Kubernetes / cluster tracking from this: the pool's master.
-        connection = super()._resolve_connection()
+        # The provider's "defaulting to yarn" line, when there is no such connection, would be
+        # wrong here: the master is the pool's whatever the connection says.
+        self._quiet = quiet = _Quiet(super().log, "Could not load connection string")
+        try:
+            connection = super()._resolve_connection()
+        finally:
+            self._quiet = None
+        if quiet.dropped:
+            self.log.info("no Airflow connection `%s`: spark-submit to the Spark pool's master", self._conn_id)
         connection["master"] = self._master
         # Without the connection, the provider drops the deploy mode and queue it was given.
         connection["deploy_mode"] = connection["deploy_mode"] or self._deploy_mode
@@ -103,6 +117,22 @@ class ConnectSubmitHook(SparkSubmitHook):
                 return super().submit(application, env=env, **kwargs)
             finally:
                 self._secret_args = []  # the file is gone once the block ends
+
+
+class _Quiet:
+    """A logger that drops the info lines whose template starts with `prefix` (counting them)."""
+
+    def __init__(self, log: Any, prefix: str) -> None:
+        self._log, self.prefix, self.dropped = log, prefix, 0
+
+    def info(self, msg: Any, *args: Any, **kwargs: Any) -> None:
+        if str(msg).startswith(self.prefix):
+            self.dropped += 1
+        else:
+            self._log.info(msg, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
 
 
 def hook_for(

@@ -99,8 +99,10 @@ class ConnectTaskOperator(SparkSubmitOperator):
         self._process_env: dict[str, str] = {}
         self._secret_conf: dict[str, str] = {}
         self._source = False
+        self._started = time.monotonic()
 
     def execute(self, context: Any) -> None:
+        self._started = time.monotonic()
         runtime = Runtime.open(upgrade=False)
         try:
             outcome = self._launch(runtime, context)
@@ -221,8 +223,10 @@ class ConnectTaskOperator(SparkSubmitOperator):
         """The outcome, as Airflow's: a success, a skip, a reschedule, or a failure (retried or not)."""
         task = f"task `{self.connector}-{self.connect_task_id}`"
         run = f"run {outcome.run_id}" if outcome.run_id is not None else task
+        if outcome.where is not None:
+            self.log.info("%s took %s", task, outcome.breakdown(time.monotonic() - self._started))
         if outcome.state is State.SUCCEEDED:
-            self.log.info("run %s: SUCCEEDED, %s row(s), timings %s", outcome.run_id, outcome.rows, outcome.timings)
+            self.log.info("run %s: SUCCEEDED, %s row(s)", outcome.run_id, outcome.rows)
             if self._source and not outcome.rows:
                 raise AirflowSkipException("the micro-batch was empty: no new data for sinks")
         elif outcome.state is State.SKIPPED:

@@ -49,6 +49,9 @@ def test_an_airflow_task_keeps_secrets_out_of_argv_and_its_log(
         output = done.stdout + done.stderr
         assert done.returncode == 0, output[-4000:]
         assert "Spark-Submit cmd" in output and "appMasterEnv" not in output
+        assert "defaulting to yarn" not in output  # the provider's line, wrong: the master is the pool's
+        (took,) = [line for line in output.splitlines() if "task `fileSourceConnector-0` took" in line]
+        assert "before the launch" in took and "spark-submit and the JVM" in took and "work" in took
         assert spark_processes(cmdlines), f"never saw the spark-submit run: {cmdlines}"
         for cmdline in cmdlines:
             assert_no_secret("a command line", cmdline)
@@ -109,7 +112,9 @@ def test_an_unexpected_error_is_retried(airflow: AirflowCli, runtime: Runtime, t
 
 
 def test_a_refused_login_found_by_the_precheck_fails_the_task_before_spark(
-    airflow: AirflowCli, runtime: Runtime, mariadb: Database  # noqa: F811
+    airflow: AirflowCli,
+    runtime: Runtime,
+    mariadb: Database,  # noqa: F811
 ) -> None:
     mariadb.execute("CREATE TABLE orders (id INT PRIMARY KEY, note TEXT)", "INSERT INTO orders VALUES (1, 'a')")
     name = "wrong-user"

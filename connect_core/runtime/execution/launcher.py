@@ -105,6 +105,28 @@ class Outcome:
         """A FAILED run a retry would fail the same way (its config or data must change first)."""
         return self.state is State.FAILED and not self.retriable
 
+    def breakdown(self, total_s: float | None = None) -> str:
+        """Where the time went, in a line: `total_s` (the caller's whole time: an Airflow task's)
+        split into before the launch, the start-up (spark-submit and the JVM, then Python's imports
+        and the store), the Spark session, the work, the commit, and the rest."""
+        t = self.timings
+        parts: list[tuple[str, float]] = []
+        if total_s is not None and self.wall_s:
+            parts.append(("before the launch (pre-check, placement)", total_s - self.wall_s))
+        if self.wall_s and t.get("python_s"):
+            parts.append(("spark-submit and the JVM", self.wall_s - t["python_s"]))
+            if t.get("run_s") is not None:
+                parts.append(("Python's start (imports, store)", t["python_s"] - t["run_s"]))
+        for key, label in (("spark_session_s", "Spark session"), ("work_s", "work"), ("commit_s", "commit")):
+            if t.get(key) is not None:
+                parts.append((label, t[key]))
+        whole = total_s if total_s is not None else (self.wall_s or t.get("run_s") or 0.0)
+        rest = whole - sum(seconds for _, seconds in parts)
+        if rest >= 0.05:
+            parts.append(("the rest", rest))
+        shown = ", ".join(f"{label} {max(seconds, 0.0):.1f} s" for label, seconds in parts)
+        return f"{whole:.1f} s in all" + (f": {shown}" if shown else "")
+
 
 @dataclass(frozen=True)
 class Launch:

@@ -11,7 +11,7 @@ import pytest
 
 from connect_core.runtime.cluster.rebalancer import Placement
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.launcher import Launcher, PlannedRun, State, Where, choose, plan_runs
+from connect_core.runtime.execution.launcher import Launcher, Outcome, PlannedRun, State, Where, choose, plan_runs
 from connect_core.runtime.execution.submit import SubmitResult
 from tests.conftest import file_pair
 
@@ -127,3 +127,16 @@ def test_a_reported_success_or_skip_has_no_cause(runtime: Runtime, tmp_path: Pat
     (outcome,) = Launcher(runtime, submit=_Submit(answer)).launch(plan_runs(runtime, ["fileSourceConnector"])).outcomes
     assert outcome.state is State(state) and outcome.rows == 2 and not outcome.retriable
     assert outcome.cause == ("connector is PAUSED" if state == "SKIPPED" else "")
+
+
+def test_the_breakdown_accounts_for_the_whole_time_of_a_task() -> None:
+    """An Airflow task of 23 s whose run says 6 s: the line says where the other 17 s went."""
+    timings = {"python_s": 9.0, "run_s": 6.0, "spark_session_s": 4.5, "work_s": 0.6, "commit_s": 0.1}
+    outcome = Outcome("c", 0, State.SUCCEEDED, "local", Where.SPARK_SUBMIT, run_id=1, wall_s=20.0, timings=timings)
+    line = outcome.breakdown(23.0)
+    assert line == (
+        "23.0 s in all: before the launch (pre-check, placement) 3.0 s, spark-submit and the JVM 11.0 s, "
+        "Python's start (imports, store) 3.0 s, Spark session 4.5 s, work 0.6 s, commit 0.1 s, the rest 0.8 s"
+    )
+    warm = Outcome("c", 0, State.SUCCEEDED, "warm", Where.WORKER, run_id=2, wall_s=1.2, timings={"work_s": 0.4})
+    assert warm.breakdown() == "1.2 s in all: work 0.4 s, the rest 0.8 s"
