@@ -114,6 +114,16 @@ def _explicit(setting: str) -> bool:
     return f"CONNECT_{setting.upper()}" in os.environ
 
 
+def local_parallelism() -> int:
+    """How many task processes the local platform's LocalExecutor runs: two per core, at least 4."""
+    return max(4, 2 * (os.cpu_count() or 1))
+
+
+def _unless_set(name: str, value: str) -> dict[str, str]:
+    """`{name: value}`, unless this process's environment sets `name` (the user's choice stands)."""
+    return {} if name in os.environ else {name: value}
+
+
 def airflow_environment(settings: Settings, connect_url: str, *, port: int, airflow_db: str) -> Platform:
     """The environment every Airflow process of the platform runs with."""
     home = settings.home / "airflow"
@@ -146,6 +156,9 @@ def airflow_environment(settings: Settings, connect_url: str, *, port: int, airf
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+        # Sized to the machine (Airflow's default is 32 LocalExecutor processes, idle or not): a task
+        # mostly waits on its spark-submit or its warm pool, and each spark-submit is a JVM.
+        **_unless_set("AIRFLOW__CORE__PARALLELISM", str(local_parallelism())),
         # The dag-processor imports the DAG factory once; every file's parse inherits it.
         "AIRFLOW__CORE__MIGHT_CONTAIN_DAG_CALLABLE": "connect_core.airflow.dag_factory.might_contain_dag",
         # One DAG file on this machine's platform unless asked otherwise: at a 5 s parse interval the

@@ -4,6 +4,7 @@ and the environment `connect airflow up` gives Airflow's processes."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,15 @@ def test_airflow_processes_get_the_resolved_security_settings(
     assert platform.env["CONNECT_FILE_ALLOWED_PATHS"] == str(started_in.resolve())
     assert platform.env["CONNECT_CONFIG_PROVIDERS"] == "env"
     assert platform.env["CONNECT_CONFIG_PROVIDERS_FILE_ALLOWED_PATHS"] == str((tmp_path / "home" / "secrets").resolve())
+
+
+def test_the_local_platform_is_sized_to_the_machine(
+    settings: Settings, airflow_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Airflow's default is 32 executor processes, whatever the machine; the user's setting stands."""
+    monkeypatch.delenv("AIRFLOW__CORE__PARALLELISM", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    here, name = Settings(home=tmp_path / "home"), make_url(airflow_db).database or ""
+    assert airflow_environment(here, airflow_db, port=8999, airflow_db=name).env["AIRFLOW__CORE__PARALLELISM"] == "4"
+    monkeypatch.setenv("AIRFLOW__CORE__PARALLELISM", "12")
+    assert "AIRFLOW__CORE__PARALLELISM" not in airflow_environment(here, airflow_db, port=8999, airflow_db=name).env
