@@ -16,6 +16,7 @@ process instead of a spark-submit, and go back to `local` whenever the warm pool
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import signal
@@ -34,6 +35,7 @@ import psycopg2
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
+from connect_core.runtime.cluster.pools import WORKER_PATHS_LABEL
 from connect_core.runtime.execution.submit import security_env
 from connect_core.runtime.settings import Settings
 
@@ -48,9 +50,12 @@ __all__ = [
     "WARM_POOL",
     "Platform",
     "WarmPool",
+    "WorkerPaths",
     "airflow_environment",
     "check_database_name",
 ]
+
+log = logging.getLogger(__name__)
 
 # The repository's `dags/` and `plugins/`, shipped inside the package (see pyproject.toml): the
 # checkout's folders in an editable install, the installed copies in a wheel's.
@@ -234,6 +239,29 @@ def _wait_healthy(base: str, procs: list[subprocess.Popen[bytes]], timeout: floa
             pass
         time.sleep(1)
     raise TimeoutError(f"Airflow's API did not answer at {base} within {timeout:.0f} s")
+
+
+class WorkerPaths:
+    """While the platform runs, its pools say which directories their workers let file connectors use
+    (a label, `WORKER_PATHS_LABEL`): a create from another shell, in another directory, then checks
+    paths against where the tasks will run instead of accepting what every run would refuse."""
+
+    def __init__(self, rt: Runtime, platform: Platform) -> None:
+        self._rt, self._value = rt, platform.env["CONNECT_FILE_ALLOWED_PATHS"]
+        self._pools: list[str] = []
+
+    def record(self, pool: str) -> None:
+        self._rt.pools.set_label(pool, WORKER_PATHS_LABEL, self._value)
+        self._pools.append(pool)
+
+    def forget(self) -> None:
+        """At stop: the pools' workers are gone, and with them what they allowed (best effort)."""
+        for pool in self._pools:
+            try:
+                self._rt.pools.set_label(pool, WORKER_PATHS_LABEL, None)
+            except Exception as exc:  # the store went first: the next platform start records anew
+                log.warning("pool `%s`: its workers' directories not forgotten: %s", pool, exc)
+        self._pools.clear()
 
 
 class WarmPool:

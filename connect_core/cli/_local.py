@@ -225,13 +225,23 @@ def airflow_up(
 ) -> None:
     """Start Airflow (api-server, scheduler, dag-processor, triggerer) with Connect's DAGs and plugin,
     and a warm pool (a Spark Connect server and its worker) that runs the tasks while it is up."""
-    from connect_core.platform import WarmPool, airflow_environment, check_database_name, run_platform
+    from connect_core.platform import (
+        STANDBY_POOL,
+        WARM_POOL,
+        WarmPool,
+        WorkerPaths,
+        airflow_environment,
+        check_database_name,
+        run_platform,
+    )
 
     with _errors():
         check_database_name(airflow_db)
         require_free_port("127.0.0.1", port)  # the api-server's: its own failure would show only in its log
     with runtime() as rt:
         platform = airflow_environment(rt.settings, rt.database_url, port=port, airflow_db=airflow_db)
+        paths = WorkerPaths(rt, platform)
+        paths.record(STANDBY_POOL)
         warm = WarmPool(rt, rt.database_url) if (rt.settings.warm_pool if warm_pool is None else warm_pool) else None
         if warm is not None:
             warm.start()  # beside Airflow's start
@@ -242,6 +252,8 @@ def airflow_up(
 
             if warm is not None:
                 warm.wait()
+                if warm.started:
+                    paths.record(WARM_POOL)
                 (out if warm.started or not warm.note.startswith("no") else err).print(warm.note, highlight=False)
             # Every Spark pool gets its Airflow pool before the first task is scheduled.
             warning = sync_airflow_pools(rt.pools, AirflowClient(p.url, p.username, p.password))
@@ -255,6 +267,7 @@ def airflow_up(
         try:
             code = run_platform(platform, on_ready=ready)
         finally:
+            paths.forget()
             if warm is not None:
                 warm.stop()
     raise typer.Exit(code)

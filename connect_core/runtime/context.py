@@ -154,9 +154,9 @@ class Runtime:
                 f"Connector configuration for `{name}` is refused: {exc}", {"config": [str(exc)]}
             ) from None
         # this runtime's settings, not a fresh read of the environment (a pydantic Settings: 12 ms)
-        validated = validate_connector(
-            name, config, self.registry, self.providers, AllowedPaths.from_settings(self.settings)
-        )
+        # Paths are judged by this process's directories and by those of the pools' workers that recorded theirs.
+        paths = AllowedPaths.from_settings(self.settings).where_tasks_run(self.pools.worker_paths())
+        validated = validate_connector(name, config, self.registry, self.providers, paths)
         conflicts = claim_conflicts(validated, self._stored_configs, self.registry)
         if conflicts:
             lines = [f"{key}: {problem}" for key, problems in sorted(conflicts.items()) for problem in problems]

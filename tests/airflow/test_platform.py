@@ -152,6 +152,8 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
         90,
     )
     print(f"DAGs appeared {time.monotonic() - registered:.1f} s after registering the connectors")
+    # What the platform's task processes allow, for a create from another directory to check against.
+    assert runtime.pools.worker_paths()["local"] == [str(tmp_path.resolve())]
 
     source.write_text("over rest 1\nover rest 2\n")
     run = api.post("/dags/connect__fileSourceConnector/dagRuns", {"logical_date": None})

@@ -26,7 +26,11 @@ from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.store.models import SparkPoolRow
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
-__all__ = ["PoolInfo", "PoolStore", "check_pool_name", "public_probe"]
+__all__ = ["WORKER_PATHS_LABEL", "PoolInfo", "PoolStore", "check_pool_name", "public_probe"]
+
+#: The label a pool's worker records its `file.allowed.paths` under (comma-separated, resolved), so a
+#: create elsewhere checks paths against where the tasks run (`connect airflow up` sets it).
+WORKER_PATHS_LABEL = "file.allowed.paths"
 
 _POOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
@@ -138,6 +142,21 @@ class PoolStore(AssignmentStore):
             result = s.execute(update(SparkPoolRow).where(SparkPoolRow.name == name).values(standby=standby))
             if result.rowcount == 0:  # type: ignore[attr-defined]
                 raise NotFoundError(f"Spark pool `{name}` not found")
+
+    def set_label(self, name: str, key: str, value: str | None) -> None:
+        """Set one label of a pool (None: remove it); a pool that is not registered is left so."""
+        with self._sessions.begin() as s:
+            row = s.get(SparkPoolRow, name, with_for_update=True)
+            if row is None:
+                return
+            labels = {k: v for k, v in (row.labels or {}).items() if k != key}
+            row.labels = labels if value is None else {**labels, key: value}
+
+    def worker_paths(self) -> dict[str, list[str]]:
+        """pool → the directories its worker lets file connectors use, for the pools that recorded them."""
+        with self._sessions() as s:
+            rows = s.execute(select(SparkPoolRow.name, SparkPoolRow.labels[WORKER_PATHS_LABEL].astext)).all()
+        return {name: [d for d in value.split(",") if d] for name, value in rows if value is not None}
 
     def remove(self, name: str) -> None:
         with self._sessions.begin() as s:

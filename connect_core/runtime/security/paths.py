@@ -33,8 +33,17 @@ _SHOWN_CHARS = 200  # a path echoed in an error is cut here: errors are no place
 class AllowedPaths:
     """The worker's allowed directories, resolved; judges one path at a time."""
 
-    def __init__(self, dirs: Iterable[Path | str], *, runtime_dirs: Iterable[Path | str] = ()) -> None:
+    def __init__(
+        self,
+        dirs: Iterable[Path | str],
+        *,
+        runtime_dirs: Iterable[Path | str] = (),
+        pools: Mapping[str, Iterable[Path | str]] | None = None,
+    ) -> None:
         self.dirs = tuple(Path(os.path.realpath(d)) for d in dirs)
+        #: At create: the directories each pool's worker allows, for the pools that recorded theirs
+        #: (`connect airflow up` does): the tasks run there, so a path must be allowed there too.
+        self.pools = {name: tuple(Path(os.path.realpath(d)) for d in ds) for name, ds in (pools or {}).items()}
         # The runtime's own state (`Settings.runtime_data_dirs`: the embedded Postgres, the topics, the
         # config provider's secrets, the pools' files …) is never a connector's, even under an allowed
         # directory: with the defaults it is (`.connect/` in the working directory).
@@ -43,6 +52,10 @@ class AllowedPaths:
     @classmethod
     def from_settings(cls, settings: Any) -> AllowedPaths:
         return cls(settings.allowed_file_dirs(), runtime_dirs=settings.runtime_data_dirs())
+
+    def where_tasks_run(self, pools: Mapping[str, Iterable[Path | str]]) -> AllowedPaths:
+        """These directories, and at create also those of `pools` (pool → its worker's directories)."""
+        return AllowedPaths(self.dirs, runtime_dirs=self.runtime_dirs, pools=pools)
 
     @classmethod
     def from_env(cls) -> AllowedPaths:
@@ -86,10 +99,30 @@ class AllowedPaths:
             for value in _values(config, keys):
                 if placeholders({keys[0]: value}):
                     continue
-                _real, problem = self.resolve(value)
+                real, problem = self.resolve(value)
+                if real is not None:
+                    problem = self._outside_a_pool(value, real)
                 if problem:
                     errors.setdefault(keys[0], []).append(problem)
         return errors
+
+    def _outside_a_pool(self, value: str, real: str) -> str | None:
+        """Why a path allowed here is not where the tasks run (a pool's worker allows other directories)."""
+        refusing = {
+            name: dirs
+            for name, dirs in sorted(self.pools.items())
+            if not any(Path(real).is_relative_to(d) for d in dirs)
+        }
+        if not refusing:
+            return None
+        shown = value if len(value) <= _SHOWN_CHARS else value[:_SHOWN_CHARS] + "…"
+        where = "; ".join(
+            f"pool `{name}` allows {', '.join(map(str, dirs)) or 'none'}" for name, dirs in refusing.items()
+        )
+        return (
+            f"`{shown}` is outside the directories file connectors may use where its tasks run ({where}): "
+            f"allow its directory in `{SETTING}` ({_ENV}) where that pool's worker starts (`connect airflow up`)"
+        )
 
     def confine(self, model: type[BaseModel], config: Mapping[str, Any]) -> dict[str, Any]:
         """Where the task runs: a copy of the (resolved) `config` whose `LocalPath` values are their real

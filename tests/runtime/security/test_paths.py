@@ -172,3 +172,24 @@ def test_the_runtimes_own_data_is_never_allowed(tmp_path: Path, monkeypatch: pyt
     assert allowed.resolve(".connect/quickstart/link/PG_VERSION")[0] is None
     elsewhere = AllowedPaths.from_settings(Settings(home=tmp_path / "h", topics_path=str(tmp_path / "topics")))
     assert elsewhere.resolve(str(tmp_path / "topics" / "t"))[0] is None
+
+
+def test_a_create_checks_paths_where_the_tasks_run(runtime: Any, tmp_path: Path) -> None:
+    """The platform, started from `here/`, records what its workers allow: a create from a shell whose
+    own directory also allows `elsewhere/` is refused there, naming the pool and its directories."""
+    from connect_core.runtime.cluster.pools import WORKER_PATHS_LABEL
+
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    runtime.pools.set_label("local", WORKER_PATHS_LABEL, str(here.resolve()))
+    config = {"connector.class": "FileSourceConnector", "topic": "t"}
+    with pytest.raises(ConfigError) as refused:
+        runtime.create_connector("far", {**config, "file": str(elsewhere / "in.txt")})
+    (problem,) = refused.value.errors["filename"]  # `file` is its Kafka spelling
+    assert "where its tasks run" in problem and f"pool `local` allows {here.resolve()}" in problem
+    assert runtime.connectors.names() == []  # nothing stored
+    runtime.create_connector("near", {**config, "file": str(here / "in.txt")})
+    runtime.pools.set_label("local", WORKER_PATHS_LABEL, None)  # the platform stopped
+    runtime.create_connector("far", {**config, "file": str(elsewhere / "in.txt")})
+    assert runtime.connectors.names() == ["far", "near"]
