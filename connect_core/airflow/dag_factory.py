@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -151,9 +152,45 @@ def _compile(registry: PluginRegistry, row: Any, placed: dict[tuple[str, int], s
     model = plugin_cls.config_model.model_validate(config)
     outputs = [check_topic_name(t) for t in plugin_cls().output_topics(model)] if type_ == "source" else []
     outputs = _routed(registry, name, config, outputs)
-    dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed)
+    moves = _moves(name, type_, _external(plugin_cls, model, name), model, outputs)
+    dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed, moves)
     dag.validate()
     return dag
+
+
+def _external(plugin_cls: Any, model: Any, name: str) -> list[str]:
+    """What the connector reads (a source) or writes (a sink) outside: its lineage datasets' names."""
+    try:
+        return [d.name for d in plugin_cls().lineage(model)]
+    except Exception:  # a display name is not worth a missing DAG
+        log.warning("connector `%s`: its datasets are unknown; its tasks keep their plain names", name)
+        return []
+
+
+@dataclass(frozen=True)
+class _Moves:
+    """What a connector's tasks move, for the graph and grid: `read orders → shop-orders`,
+    `write fileTopic → /data/out.txt`; a sink's topics as its tasks' inlets (the Assets it reads)."""
+
+    what: str
+    inlets: list[Any]
+
+    def label(self, task_id: int, task_count: int) -> str:
+        return self.what if task_count == 1 else f"{self.what} ({task_id + 1}/{task_count})"
+
+
+def _moves(name: str, type_: str, external: list[str], model: Any, outputs: list[str]) -> _Moves:
+    topics = outputs if type_ == "source" else list(getattr(model, "topics", []))
+    there = _few(external) or name
+    if type_ == "source":
+        return _Moves(f"read {there} → {_few(topics)}", [])
+    return _Moves(f"write {_few(topics)} → {there}", [topic_asset(t) for t in topics])
+
+
+def _few(names: list[str], shown: int = 2, width: int = 60) -> str:
+    """`a, b`, `a, b +3`: a label's worth of names."""
+    text = ", ".join(names[:shown]) + (f" +{len(names) - shown}" if len(names) > shown else "")
+    return text if len(text) <= width else "…" + text[-(width - 1) :]  # a path's tail is its file
 
 
 def _routed(registry: PluginRegistry, name: str, config: Any, outputs: list[str]) -> list[str]:
@@ -224,6 +261,7 @@ def _dag(
     task_count: int,
     outputs: list[str],
     placed: dict[tuple[str, int], str],
+    moves: _Moves,
 ) -> DAG:
     dag = DAG(
         dag_id=dag_id_for(name),
@@ -243,7 +281,9 @@ def _dag(
     outlets = [topic_asset(t) for t in outputs]
     for task_id in range(task_count):
         ConnectTaskOperator(
-            task_id=f"task_{task_id}",
+            task_id=f"task_{task_id}",  # what runs, logs and the REST API name; the graph shows the label
+            task_display_name=moves.label(task_id, task_count),
+            inlets=moves.inlets,
             connector=name,
             connect_task_id=task_id,
             precheck=model.precheck,

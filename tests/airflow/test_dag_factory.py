@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from airflow.sdk import Asset
 
-from connect_core.airflow.dag_factory import build_dags, shard_file, shard_of, topic_asset
+from connect_core.airflow.dag_factory import _moves, build_dags, shard_file, shard_of, topic_asset
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.settings import Settings
 from tests.conftest import file_pair
@@ -34,6 +34,13 @@ def test_file_pair_compiles_to_two_dags(runtime: Runtime, tmp_path: Path) -> Non
     sink = dags["connect__fileSinkConnector"]
     assert "fileTopic" in str(sink.timetable.asset_condition)
     assert sink.tasks[0].outlets == []
+    # What each task moves, in the graph and grid (its id stays `task_0`); a sink's topics are its inlets.
+    assert task.task_display_name.startswith("read ") and task.task_display_name.endswith(
+        "/test-source-file.txt → fileTopic"
+    )
+    assert sink.tasks[0].task_display_name.startswith("write fileTopic → ")
+    assert sink.tasks[0].task_display_name.endswith("/test-sink-file.txt")
+    assert sink.tasks[0].inlets == [topic_asset("fileTopic")]
 
 
 def test_sink_with_cron_runs_on_assets_or_time(runtime: Runtime, tmp_path: Path) -> None:
@@ -326,3 +333,17 @@ def test_dags_ships_a_file_per_shard() -> None:
     # listed would count as deleted, and its DAGs be deactivated before their new file has them).
     assert all(might_contain_dag(str(dags / shard_file(i))) for i in range(32))
     assert not might_contain_dag(str(Path(__file__).parent / "__init__.py"))
+
+
+def test_several_tasks_say_which_of_them_they_are(runtime: Runtime, tmp_path: Path) -> None:
+    topics = [f"topic{i}" for i in range(5)]
+    far = tmp_path / ("deep/" * 12) / "out.txt"
+    far.parent.mkdir(parents=True)
+    runtime.create_connector(
+        "wide", {"connector.class": "FileSinkConnector", "topics": ",".join(topics), "file": str(far)}
+    )
+    (task,) = _dags(runtime)["connect__wide"].tasks
+    assert task.task_display_name.startswith("write topic0, topic1 +3 → …")  # long names keep their tail
+    assert task.task_display_name.endswith("deep/out.txt") and len(task.task_display_name) < 100
+    moves = _moves("wide", "sink", [str(far)], None, [])
+    assert moves.label(1, 3).endswith("(2/3)") and moves.label(0, 1) == moves.what
