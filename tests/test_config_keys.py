@@ -41,6 +41,8 @@ _NOT_CONFIG_RECEIVERS = (
     re.compile(r"(^|\.)conf$"),
     # an Arrow field's metadata (`field.metadata.get("connect.sql.type")`): column annotations
     re.compile(r"(^|\.)(metadata|meta)$"),
+    # a Spark pool's labels (`SparkPoolRow.labels["file.allowed.paths"]`): what its workers recorded
+    re.compile(r"(^|\.)labels$"),
 )
 #: ... and by the modules that handle only Spark conf (a pool's `spark.*` settings, merged and checked).
 _NOT_CONFIG_MODULES = (

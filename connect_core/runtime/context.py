@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
 from connect_core.runtime.airflow_client import AirflowClient
+from connect_core.runtime.cluster.allocation import PREFERRED_POOL_KEY
 from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.execution.runs import RunStore
 from connect_core.runtime.plugins import PluginRegistry
@@ -158,6 +159,7 @@ class Runtime:
         paths = AllowedPaths.from_settings(self.settings).where_tasks_run(self.pools.worker_paths())
         validated = validate_connector(name, config, self.registry, self.providers, paths)
         conflicts = claim_conflicts(validated, self._stored_configs, self.registry)
+        conflicts.update(self._unknown_pool(validated.config))
         if conflicts:
             lines = [f"{key}: {problem}" for key, problems in sorted(conflicts.items()) for problem in problems]
             raise ConfigError(f"Connector configuration for `{name}` is invalid: " + "; ".join(lines), conflicts)
@@ -166,6 +168,18 @@ class Runtime:
             "type": validated.plugin.type,
             "config": validated.config,
             "task_configs": validated.task_configs,
+        }
+
+    def _unknown_pool(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
+        """`pool.preferred` names a registered pool (a typo would silently leave the preference unused)."""
+        wanted = config.get(PREFERRED_POOL_KEY)
+        if not wanted:
+            return {}
+        known = [p.name for p in self.pools.list(self.settings.heartbeat_timeout)]
+        if wanted in known:
+            return {}
+        return {
+            PREFERRED_POOL_KEY: [f"no Spark pool `{wanted}` is registered; the pools are: {', '.join(known) or 'none'}"]
         }
 
     def _stored_configs(self) -> list[tuple[str, Mapping[str, Any]]]:

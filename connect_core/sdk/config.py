@@ -231,6 +231,14 @@ class ConnectorConfig(BaseModel):
         default=60, alias="retry.delay.seconds", ge=0, description="Wait before retrying a failed task run."
     )
     owner: str = Field(default="connect", min_length=1, description="Owner shown on the connector's DAG.")
+    pool_preferred: str | None = Field(
+        default=None,
+        alias="pool.preferred",
+        pattern=r"^[A-Za-z0-9_.-]{1,100}$",  # a pool name
+        description="The Spark pool this connector's tasks run on while that pool is up and given work; "
+        "otherwise the rebalance strategy places them, and they come back when it is up again. A registered "
+        "pool's name (`connect pools list`).",
+    )
     topic_creation_default_retention_ms: _Whole | None = Field(
         default=None,
         alias="topic.creation.default.retention.ms",

@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from sqlalchemy import Select, delete, func, select, text
 from sqlalchemy.orm import Session
 
-from connect_core.runtime.cluster.allocation import Work
+from connect_core.runtime.cluster.allocation import PREFERRED_POOL_KEY, Work
 from connect_core.runtime.store.models import (
     AssignmentRow,
     ConnectorRow,
@@ -27,6 +27,7 @@ __all__ = [
     "lock_connectors",
     "log_rebalance",
     "orphans",
+    "preferred_pools",
     "task_id_of",
     "unplaced_connectors",
     "unplaced_tasks",
@@ -35,6 +36,15 @@ __all__ = [
 ]
 
 CONNECTOR_ITSELF = -1
+
+
+def preferred_pools(s: Session, names: Collection[str] | None = None) -> dict[str, str]:
+    """connector → its `pool.preferred`, for the connectors (of `names`, if given) that have one."""
+    preferred = ConnectorRow.config[PREFERRED_POOL_KEY].astext
+    query = select(ConnectorRow.name, preferred).where(preferred.is_not(None))
+    if names is not None:
+        query = query.where(ConnectorRow.name.in_(list(names)))
+    return {name: pool for name, pool in s.execute(query) if pool}
 
 
 def unplaced_connectors(names: Collection[str]) -> Select[str]:

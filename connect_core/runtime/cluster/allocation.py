@@ -24,11 +24,12 @@ import bisect
 import hashlib
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "PREFERRED_POOL_KEY",
     "STRATEGIES",
     "Pool",
     "Work",
@@ -36,6 +37,7 @@ __all__ = [
     "consistent_hash",
     "default",
     "least_loaded",
+    "pinned_connectors",
     "sticky",
     "work_items",
 ]
@@ -56,6 +58,8 @@ class Pool:
 
 
 Assignment = dict[Work, str]
+#: The connector config key naming the Spark pool its work runs on while that pool is up.
+PREFERRED_POOL_KEY = "pool.preferred"
 TaskConfigs = Mapping[str, Sequence[Mapping[str, Any]]]
 
 
@@ -166,10 +170,29 @@ STRATEGIES = {"default": default, "consistent-hash": consistent_hash, "sticky": 
 
 
 def allocate(
-    strategy: str, pools: Sequence[Pool], task_configs: TaskConfigs, previous: Assignment | None = None
+    strategy: str,
+    pools: Sequence[Pool],
+    task_configs: TaskConfigs,
+    previous: Assignment | None = None,
+    preferred: Mapping[str, str] | None = None,
 ) -> Assignment:
+    """The strategy's assignment, except that the work of a connector whose preferred pool
+    (`pool.preferred`, in `preferred` by connector) is among `pools` goes to that pool, all of it."""
     try:
         fn = STRATEGIES[strategy]
     except KeyError:
         raise ValueError(f"unknown allocation strategy `{strategy}`: use one of {', '.join(STRATEGIES)}") from None
-    return fn(pools, task_configs, previous)
+    pinned = pinned_connectors(pools, task_configs, preferred)
+    rest = {name: tasks for name, tasks in task_configs.items() if name not in pinned}
+    result = fn(pools, rest, previous)
+    for item in work_items({name: task_configs[name] for name in pinned}):
+        result[item] = pinned[item.connector]
+    return result
+
+
+def pinned_connectors(
+    pools: Sequence[Pool] | Mapping[str, int], connectors: Collection[str], preferred: Mapping[str, str] | None
+) -> dict[str, str]:
+    """connector → its preferred pool, for the connectors of `connectors` whose preferred pool is up."""
+    up = {p.name for p in pools} if isinstance(pools, Sequence) else set(pools)
+    return {c: p for c, p in (preferred or {}).items() if c in connectors and p in up}

@@ -34,13 +34,14 @@ from connect_core.runtime.cluster._assignment_rows import (
     lock_connectors,
     log_rebalance,
     orphans,
+    preferred_pools,
     task_id_of,
     unplaced_connectors,
     unplaced_tasks,
     update_assignments,
     work_of,
 )
-from connect_core.runtime.cluster.allocation import Pool, Work, allocate, least_loaded
+from connect_core.runtime.cluster.allocation import Pool, Work, allocate, least_loaded, pinned_connectors
 from connect_core.runtime.store.db import CONFLICT, store_fault
 from connect_core.runtime.store.models import (
     AssignmentRow,
@@ -157,7 +158,9 @@ class AssignmentStore:
                 s.add(state)
             pools = _live_pools(s, strategy, heartbeat_timeout, max_delay)
             if strategy == "sticky" and state.pools == pools and state.strategy == strategy:
-                return _incremental(s, state, strategy, pools, reason, connectors)
+                if not _off_their_preferred_pool(s, pools, connectors):
+                    return _incremental(s, state, strategy, pools, reason, connectors)
+                reason = reason or "a connector's preferred pool changed"
             return _full(s, state, strategy, pools, reason)
 
     def history(self, limit: int = 20) -> list[dict[str, Any]]:
@@ -204,6 +207,17 @@ def _live_pools(s: Session, strategy: str, heartbeat_timeout: float, max_delay: 
     return {name: capacity for name, capacity, standby, _ in rows if not standbys or standby == keep_standby}
 
 
+def _off_their_preferred_pool(s: Session, pools: Mapping[str, int], connectors: Collection[str] | None) -> bool:
+    """Whether work of `connectors` (None: of any) placed before runs off its connector's preferred pool
+    while that pool is up (a `pool.preferred` set or changed since): only a full allocation moves it."""
+    preferred = preferred_pools(s, connectors)
+    pinned = pinned_connectors(pools, set(preferred), preferred)
+    if not pinned:
+        return False
+    placed = select(AssignmentRow.connector, AssignmentRow.pool).where(AssignmentRow.connector.in_(list(pinned)))
+    return any(pool != pinned[connector] for connector, pool in s.execute(placed))
+
+
 def _pools_reason(before: Mapping[str, int] | None, now: Mapping[str, int]) -> str:
     if before is None:
         return "first allocation"
@@ -231,13 +245,15 @@ def _incremental(
         return RebalanceResult(state.generation, 0, {}, reason or "nothing to do")
     new = [Work(c) for c in sorted(s.scalars(unplaced_connectors(locked)))]
     new += [Work(c, t) for c, t in sorted(s.execute(unplaced_tasks(locked)))]
+    pinned = pinned_connectors(pools, locked, preferred_pools(s, locked))
     gone = [(Work(c, t), p) for c, t, p in s.execute(orphans(locked))]
     if not (gone or (new and pools)):
         dequeue(s, locked if pools or not new else set())
         return RebalanceResult(state.generation, 0, {}, reason or "nothing to do")
     generation = state.generation + 1
     load = {p: n for p, n in s.execute(select(AssignmentRow.pool, func.count()).group_by(AssignmentRow.pool))}
-    changes = least_loaded(new, pools, load)
+    changes = least_loaded([w for w in new if w.connector not in pinned], pools, load)
+    changes.update({w: pinned[w.connector] for w in new if w.connector in pinned})
     if gone:
         delete_assignments(s, [w for w, _ in gone])
     if changes:
@@ -279,7 +295,8 @@ def _full(
         work_of(c, t): p
         for c, t, p in s.execute(select(AssignmentRow.connector, AssignmentRow.task_id, AssignmentRow.pool))
     }
-    new = allocate(strategy, [Pool(name, capacity) for name, capacity in pools.items()], tasks, previous)
+    pool_list = [Pool(name, capacity) for name, capacity in pools.items()]
+    new = allocate(strategy, pool_list, tasks, previous, preferred_pools(s))
     placed = {w: p for w, p in new.items() if w not in previous}
     moved = {w: p for w, p in new.items() if w in previous and previous[w] != p}
     gone = [w for w in previous if w not in new]
