@@ -25,13 +25,15 @@ they are not captured (a truncate's rows are not deleted downstream).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc._deadline import Interrupts, checked_server
+from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import MariaDbCdcConfig, server_identity
 from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, topic_for
 from connect_core.connectors.cdc.mariadb import _binlog, _server
-from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
+from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition
 from connect_core.sdk.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,10 +42,12 @@ if TYPE_CHECKING:
 __all__ = ["MariaDbCdcSourceConnector", "MariaDbCdcSourceTask"]
 
 
-class MariaDbCdcSourceTask(SourceTask):
+class MariaDbCdcSourceTask(CdcSourceTask[MariaDbCdcConfig]):
+    config_model = MariaDbCdcConfig
+
     def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
-        cfg = MariaDbCdcConfig.model_validate(self.config)
-        partition = {"server": cfg.topic_prefix}
+        cfg = self.cdc_config()
+        partition = source_partition(cfg)
         found = positions.offset(partition)
         committed = dict(found) if found is not None else None
         with _server.connect(cfg) as conn:
@@ -68,20 +72,10 @@ class MariaDbCdcSourceTask(SourceTask):
         offset = {**position, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
         return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
 
-    def has_new_data(self, positions: Positions) -> bool | None:
-        """No binlog written since the committed position: nothing to read (one query, no Spark)."""
-        cfg = MariaDbCdcConfig.model_validate(self.config)
-        committed = positions.offset({"server": cfg.topic_prefix})
-        if committed is None:
-            return True
-        if cfg.snapshot_mode == "initial_only":
-            return False
-        try:
-            with _server.connect(cfg) as conn:
-                return _server.position_key(_server.binlog_end(conn)) > _server.coordinates(dict(committed))
-        except Exception as exc:  # the run reports it, with its context
-            self.log.info("cannot tell whether there is anything new (%s); running", exc)
-            return None
+    def log_moved_past(self, cfg: MariaDbCdcConfig, committed: Mapping[str, Any]) -> bool:
+        """Binlog written since the committed position (without it: nothing to read)."""
+        with _server.connect(cfg) as conn:
+            return _server.position_key(_server.binlog_end(conn)) > _server.coordinates(dict(committed))
 
     def _first_run(
         self,

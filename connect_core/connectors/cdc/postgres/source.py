@@ -34,13 +34,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
+from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import records_of
 from connect_core.connectors.cdc.postgres import _server, _snapshot, _stream, pgoutput
-from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition, SourceTask
+from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
 
 if TYPE_CHECKING:
@@ -49,10 +51,12 @@ if TYPE_CHECKING:
 __all__ = ["PostgresCdcSourceConnector", "PostgresCdcSourceTask"]
 
 
-class PostgresCdcSourceTask(SourceTask):
+class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
+    config_model = PostgresCdcConfig
+
     def read(self, spark: SparkSession, positions: Positions) -> SourceBatch:
-        cfg = PostgresCdcConfig.model_validate(self.config)
-        partition = {"server": cfg.topic_prefix}
+        cfg = self.cdc_config()
+        partition = source_partition(cfg)
         committed = positions.offset(partition)
         names = _server.Names.of(cfg, self.context.connector, committed)
         with _server.connect(cfg) as conn:
@@ -104,20 +108,10 @@ class PostgresCdcSourceTask(SourceTask):
         self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), pgoutput.format_lsn(lsn))
         return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
 
-    def has_new_data(self, positions: Positions) -> bool | None:
-        """No new WAL since the committed position: nothing to read (one query, no Spark)."""
-        cfg = PostgresCdcConfig.model_validate(self.config)
-        committed = positions.offset({"server": cfg.topic_prefix})
-        if committed is None:
-            return True
-        if cfg.snapshot_mode == "initial_only":
-            return False
-        try:
-            with _server.connect(cfg) as conn:
-                return _server.current_lsn(conn) > int(committed["lsn"])
-        except Exception as exc:  # the run reports it, with its context
-            self.log.info("cannot tell whether there is anything new (%s); running", exc)
-            return None
+    def log_moved_past(self, cfg: PostgresCdcConfig, committed: Mapping[str, Any]) -> bool:
+        """New WAL since the committed position (without it: nothing to read)."""
+        with _server.connect(cfg) as conn:
+            return _server.current_lsn(conn) > int(committed["lsn"])
 
     def _left_slot(self, conn: Any, names: _server.Names, slot: dict[str, Any]) -> None:
         """The slot exists, and no committed position of this connector refers to it. Dropped (to start

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BulkRead",
     "JdbcDialect",
+    "checked_identifier",
     "dialect_class",
     "dialect_for",
     "dialects",
@@ -66,11 +67,25 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 def parse_identifier(value: str, what: str) -> tuple[str, ...]:
     """`schema.table` or `table` (or a column) as its parts; anything else is a ConfigError."""
     parts = tuple(value.strip().split("."))
-    if not 1 <= len(parts) <= 2 or not all(_NAME.match(p) for p in parts):
-        raise ConfigError(
-            f"{what} `{value}` is not a plain SQL name (letters, digits, `_`, `$`; `schema.table` at most)"
-        )
+    if not _plain(parts):
+        raise _not_plain(value, what)
     return parts
+
+
+def checked_identifier(parts: tuple[str, ...], what: str = "table") -> tuple[str, ...]:
+    """`parts` as `parse_identifier` gives them, checked again where a dialect writes them into SQL
+    text (a string literal of a metadata query): whoever built the tuple, only plain names get there."""
+    if not _plain(parts):
+        raise _not_plain(".".join(parts), what)
+    return parts
+
+
+def _plain(parts: tuple[str, ...]) -> bool:
+    return 1 <= len(parts) <= 2 and all(_NAME.fullmatch(p) for p in parts)
+
+
+def _not_plain(value: str, what: str) -> ConfigError:
+    return ConfigError(f"{what} `{value}` is not a plain SQL name (letters, digits, `_`, `$`; `schema.table` at most)")
 
 
 class BulkRead(NamedTuple):

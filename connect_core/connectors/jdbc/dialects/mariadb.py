@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from connect_core.connectors.jdbc.dialects import BulkRead, JdbcDialect, register
+from connect_core.connectors.jdbc.dialects import BulkRead, JdbcDialect, checked_identifier, register
 from connect_core.sdk.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -165,6 +165,7 @@ class MariaDbDialect(JdbcDialect):
         return BulkRead(found, statements, functools.partial(_mariadb.reader, self.mysql_url(), self.host))
 
     def columns_query(self, table: tuple[str, ...]) -> str:
+        table = checked_identifier(table)  # into string literals below: plain names only
         schema = f"'{table[0]}'" if len(table) == 2 else "DATABASE()"
         # Explicit casts: drivers describe information_schema columns in odd ways.
         return (
@@ -176,6 +177,7 @@ class MariaDbDialect(JdbcDialect):
         )
 
     def primary_key_query(self, table: tuple[str, ...]) -> str:
+        table = checked_identifier(table)  # into string literals below: plain names only
         schema = f"'{table[0]}'" if len(table) == 2 else "DATABASE()"
         return (
             "SELECT CAST(column_name AS CHAR(128)) AS name FROM information_schema.key_column_usage "

@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from connect_core.connectors.jdbc.dialects import BulkRead, JdbcDialect, register
+from connect_core.connectors.jdbc.dialects import BulkRead, JdbcDialect, checked_identifier, register
 from connect_core.sdk.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -181,6 +181,7 @@ class PostgresDialect(JdbcDialect):
         return BulkRead(found, statements, functools.partial(_pgcopy.copy_reader, self.libpq_dsn(), self.host))
 
     def columns_query(self, table: tuple[str, ...]) -> str:
+        table = checked_identifier(table)  # into string literals below: plain names only
         schema = f"'{table[0]}'" if len(table) == 2 else "current_schema()"
         # Explicit casts: drivers describe information_schema columns in odd ways.
         return (
@@ -191,7 +192,7 @@ class PostgresDialect(JdbcDialect):
         )
 
     def primary_key_query(self, table: tuple[str, ...]) -> str:
-        qualified = ".".join(f'"{part}"' for part in table).replace("'", "''")
+        qualified = ".".join(f'"{part}"' for part in checked_identifier(table))
         return (
             "SELECT CAST(a.attname AS TEXT) AS name FROM pg_index i "
             "JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
