@@ -3,6 +3,7 @@ publication, the slot, LSNs, and the `source` block of an event."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -101,6 +102,25 @@ def libpq_args(cfg: PostgresCdcConfig) -> dict[str, Any]:
     return dsn
 
 
+#: What libpq says when the server refuses who connects (no retry changes that): a wrong password or
+#: user, a database that is not there, no pg_hba.conf line for them.
+_REFUSED = re.compile(
+    r"password authentication failed|authentication failed|role \"[^\"]*\" does not exist|"
+    r"database \"[^\"]*\" does not exist|no pg_hba\.conf entry|password is required|no password supplied"
+)
+
+
+def _raise_if_refused(cfg: PostgresCdcConfig, exc: Exception) -> None:
+    """A ConfigError (not retried: the config must change) when the server refused the login."""
+    found = _REFUSED.search(str(exc))
+    if found:
+        raise ConfigError(
+            f"{cfg.database_hostname}:{cfg.database_port} refused the login of `{cfg.database_user}` "
+            f"to `{cfg.database_dbname}`: {found.group(0)}",
+            {"database.user": [f"refused: {found.group(0)}"]},
+        ) from None
+
+
 @contextmanager
 def connect(cfg: PostgresCdcConfig, cut: Interrupts | None = None) -> Iterator[Any]:
     """A connection; with `cut`, one a deadline may cut (libpq's own `connect_timeout` bounds the
@@ -114,6 +134,7 @@ def connect(cfg: PostgresCdcConfig, cut: Interrupts | None = None) -> Iterator[A
     try:
         conn = psycopg2.connect(**dsn, options=SESSION)
     except psycopg2.OperationalError as exc:
+        _raise_if_refused(cfg, exc)
         raise RetriableError(
             f"cannot reach PostgreSQL at {cfg.database_hostname}:{cfg.database_port}: {str(exc).strip()}"
         ) from exc
@@ -134,6 +155,7 @@ def replication(cfg: PostgresCdcConfig) -> Iterator[Any]:
     try:
         conn = psycopg2.connect(**libpq_args(cfg), options=SESSION, connection_factory=LogicalReplicationConnection)
     except psycopg2.OperationalError as exc:
+        _raise_if_refused(cfg, exc)
         raise RetriableError(
             f"cannot open a replication connection to {cfg.database_hostname}:{cfg.database_port} "
             f"(does `{cfg.database_user}` have REPLICATION, and pg_hba.conf a `replication` line?): "
