@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg2
 from pydantic import SecretStr
@@ -179,9 +179,58 @@ def airflow_environment(settings: Settings, connect_url: str, *, port: int, airf
     return Platform(url=base, username=ADMIN_USER, password=password, env=env)
 
 
+def pid_file(home: Path) -> Path:
+    """Where a running platform of the data directory `home` says who it is (`connect airflow down`)."""
+    return home / "airflow" / "platform.json"
+
+
+def running_platform(home: Path) -> dict[str, Any] | None:
+    """The platform running for `home` (its pid, URL, start), or None: no file, its process gone, or
+    the pid reused by a process that is not a `connect airflow up`."""
+    try:
+        found = json.loads(pid_file(home).read_text())
+        pid = int(found["pid"])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if b"airflow" not in cmdline or b"up" not in cmdline:
+        return None
+    return {**found, "pid": pid}
+
+
+def stop_platform(home: Path, *, timeout: float = 90.0, progress: Callable[[float], None] | None = None) -> bool:
+    """SIGTERM to the platform running for `home` (it stops Airflow's components and its warm pool, as
+    Ctrl-C does), then wait for it to exit; SIGKILL to its process group past `timeout`. Whether one ran."""
+    found = running_platform(home)
+    if found is None:
+        return False
+    pid, started = found["pid"], time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    while time.monotonic() - started < timeout:
+        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
+            return True
+        if progress is not None:
+            progress(time.monotonic() - started)
+        time.sleep(1)
+    try:
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return True
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def run_platform(platform: Platform, *, on_ready: Callable[[Platform], None], timeout: float = 180.0) -> int:
     """Migrate Airflow's database, start its four components, wait until the API answers, then block."""
     env = {**os.environ, **platform.env}
+    home = Path(platform.env["CONNECT_HOME"])
+    pid_file(home).write_text(json.dumps({"pid": os.getpid(), "url": platform.url, "started": time.time()}))
     airflow = str(Path(sys.executable).with_name("airflow"))
     logs = Path(platform.env["AIRFLOW_HOME"]) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -224,6 +273,7 @@ def run_platform(platform: Platform, *, on_ready: Callable[[Platform], None], ti
         return 0
     finally:
         stop()
+        pid_file(home).unlink(missing_ok=True)
 
 
 def _wait_healthy(base: str, procs: list[subprocess.Popen[bytes]], timeout: float) -> None:

@@ -206,6 +206,33 @@ def airflow_plugins_path() -> None:
     out.print(str(PLUGINS_FOLDER), markup=False, highlight=False, soft_wrap=True)
 
 
+@airflow_app.command("down")
+def airflow_down(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for it to stop before killing it")] = 90.0,
+) -> None:
+    """Stop the platform `connect airflow up` runs for this data directory (CONNECT_HOME): Airflow's
+    components and the warm pool it started, as Ctrl-C in its shell does."""
+    from connect_core.platform import running_platform, stop_platform
+    from connect_core.runtime.settings import Settings
+
+    with _errors():
+        home = Settings().home
+        found = running_platform(home)
+        if found is None:
+            out.print(f"no platform is running for {home}")
+            return
+        out.print(f"stopping the platform at {found.get('url', '?')} (pid {found['pid']})…", highlight=False)
+        shown = [0.0]
+
+        def progress(waited: float) -> None:
+            if waited - shown[0] >= 10:
+                shown[0] = waited
+                out.print(f"  still stopping after {waited:.0f} s…", highlight=False)
+
+        stop_platform(home, timeout=timeout, progress=progress)
+        out.print("stopped")
+
+
 @airflow_app.command("up")
 def airflow_up(
     port: Annotated[

@@ -97,7 +97,8 @@ def platform(database_url: str, pg_server: str, tmp_path: Path) -> Iterator[tupl
         assert proc.poll() is None, (tmp_path / "platform.log").read_text()
         yield f"http://127.0.0.1:{port}", env
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        if proc.poll() is None:  # the test did not get to `connect airflow down`
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -189,6 +190,15 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
     _check_pause_in_airflow_reaches_the_connector(api, runtime)
     _cli(env, "delete", "fileSinkConnector")
     _wait("the deleted connector's DAG to go", lambda: "connect__fileSinkConnector" not in api.dag_ids(), 180)
+
+    # `connect airflow down` from another shell stops it all, and what its workers allowed is forgotten.
+    down = _cli(env, "airflow", "down")
+    assert "stopping the platform at http://127.0.0.1:" in down and down.rstrip().endswith("stopped")
+    assert not (Path(env["CONNECT_HOME"]) / "airflow" / "platform.json").exists()
+    assert runtime.pools.worker_paths() == {}
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{base}/api/v2/version", timeout=5)
+    assert "no platform is running" in _cli(env, "airflow", "down")
 
 
 def _check_pause_in_airflow_reaches_the_connector(api: Api, runtime: Runtime) -> None:
