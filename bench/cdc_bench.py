@@ -3,7 +3,7 @@
     .venv/bin/python bench/cdc_bench.py [--changes 1000000] [--only warm,classic] [--samples 5] [--no-write] [--keep]
 
 The source is a PostgreSQL of the bench's own with `wal_level=logical` (started from
-/usr/lib/postgresql/15/bin by tests/connectors/cdc/_servers.py, on a free loopback port, deleted at
+/usr/lib/postgresql/15/bin by connect_core/testing/servers.py, on a free loopback port, deleted at
 the end; the machine's shared server keeps its settings), database `cdc`, table `public.items`
 (id bigint primary key, text, numeric, int, timestamptz, nullable text). The target is the shared
 server's database `bench_target`: a table `cdc_bench_<pool>.items` per pool, created beforehand
@@ -72,10 +72,9 @@ from typing import Any
 import psycopg2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests.connectors.cdc._servers
 import _jdbc_data as data
 
-from tests.connectors.cdc._servers import PG_BIN, PgServer, start_logical_pg
+from connect_core.testing.servers import PG_BIN, PgServer, start_logical_pg
 
 POOLS = ("warm", "classic")
 PUBLICATION = "cdc_bench_pub"

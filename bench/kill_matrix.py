@@ -125,7 +125,7 @@ class FilePipeline(Pipeline):
 
 
 class JdbcPipeline(Pipeline):
-    """`source` and `target` are tests.connectors.jdbc_helpers.Database: a MariaDB and a PostgreSQL database."""
+    """`source` and `target` are connect_core.testing.Database: a MariaDB and a PostgreSQL database."""
 
     name = "jdbc"
 
@@ -174,7 +174,7 @@ class JdbcPipeline(Pipeline):
 
 class CdcPipeline(Pipeline):
     """Change data capture: a PostgreSQL table with `wal_level=logical` (`source`: a
-    tests.connectors.cdc._servers.PgServer) → PostgresCdcSourceConnector → topic →
+    connect_core.testing.PgServer) → PostgresCdcSourceConnector → topic →
     ExtractNewRecordState → JdbcSinkConnector (upsert by the record key, `delete.enabled`) into
     PostgreSQL (`target`). Every append inserts, updates and deletes, so the target must follow
     each change, deletes included; a replayed or lost change shows as a row that differs."""
@@ -365,29 +365,15 @@ def _table(results: list[CellResult], runs: int) -> list[str]:
 @contextmanager
 def _databases() -> Iterator[tuple[str, Any, Any]]:
     """(metadata database URL, MariaDB source, PostgreSQL target): fresh, dropped afterwards."""
-    import pymysql
-    from sqlalchemy.engine import make_url
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.conftest import SERVER_URL
-    from tests.connectors.jdbc_helpers import MARIADB, Database, _pg_database
+    from connect_core.testing import SERVER_URL, mariadb_database, metadata_database, pg_database
 
     suffix = f"kill_{uuid.uuid4().hex[:8]}"
-    name = f"bench_{suffix}"
-    admin = pymysql.connect(**MARIADB, autocommit=True)
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-    source = Database("mariadb", name, f"jdbc:mariadb://127.0.0.1:{MARIADB['port']}/{name}?user=root", dict(MARIADB))
-    try:
-        with (
-            contextmanager(_pg_database)(SERVER_URL, f"{suffix}_meta") as meta,
-            contextmanager(_pg_database)(SERVER_URL, f"{suffix}_dst") as target,
-        ):
-            yield make_url(SERVER_URL).set(database=meta.name).render_as_string(hide_password=False), source, target
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.close()
+    with (
+        mariadb_database(f"bench_{suffix}") as source,
+        metadata_database(SERVER_URL) as meta,  # empty: Runtime.open migrates it, as a user's first start
+        pg_database(SERVER_URL, f"bench_{suffix}_dst") as target,
+    ):
+        yield meta, source, target
 
 
 def main() -> None:
@@ -397,8 +383,7 @@ def main() -> None:
     parser.add_argument("--rerun", choices=("in-process", "submit"), default="in-process", help="how reruns run")
     args = parser.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.connectors.cdc._servers import fresh_db, start_logical_pg
+    from connect_core.testing import fresh_db, start_logical_pg
 
     with (
         tempfile.TemporaryDirectory() as tmp,

@@ -1,23 +1,23 @@
-"""Shared fixtures: a real Postgres database per test, one SparkSession per test session."""
+"""Shared fixtures: a real Postgres database per test (a copy of a template migrated once), one
+SparkSession per test session."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg2
 import pytest
-from sqlalchemy.engine import make_url
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import TaskRunner
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.spark.jvm_archive import driver_java_options
 from connect_core.runtime.store.db import connect_failure, masked_url
+from connect_core.testing import SERVER_URL, MetadataDatabases, admin_connection, metadata_database, migrated_template
 from tests.rest._throwaway_pg import ThrowawayPostgres
 
 pytest_plugins = ["tests.connectors.cdc.fixtures"]  # the CDC servers, for the CDC and end-to-end tests
@@ -28,14 +28,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)  # its shutdown logs after p
 
 JDBC_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/mariadb-java-client.jar")
 
-#: The machine's Postgres; CONNECT_TEST_PG_URL overrides it (empty is unset, as scripts/_checks.sh reads it).
-SERVER_URL = os.environ.get("CONNECT_TEST_PG_URL") or "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-def _admin(url: str):  # type: ignore[no-untyped-def]
-    conn = psycopg2.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
-    conn.autocommit = True
-    return conn
+_admin = admin_connection  # an autocommit connection to a server URL's database (tests/airflow use it)
 
 
 @pytest.fixture(scope="session")
@@ -51,17 +44,29 @@ def pg_server() -> str:
     pytest.fail(f"no Postgres at {masked_url(SERVER_URL)} (set CONNECT_TEST_PG_URL): {reason}")
 
 
+@pytest.fixture(scope="session")
+def metadata_databases(pg_server: str) -> Iterator[MetadataDatabases]:
+    """Copies of the server's template database at the migrations' head (migrated once per set of
+    migrations, across sessions: its name holds their digest), each made while the test before runs."""
+    databases = MetadataDatabases(pg_server, migrated_template(pg_server))
+    yield databases
+    databases.close()
+
+
 @pytest.fixture
-def database_url(pg_server: str) -> Iterator[str]:
-    """A fresh, empty database for one test, dropped afterwards."""
-    name = f"connect_test_{uuid.uuid4().hex[:12]}"
-    admin = _admin(pg_server)
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    yield make_url(pg_server).set(database=name).render_as_string(hide_password=False)
-    with admin.cursor() as cur:
-        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
+def database_url(metadata_databases: MetadataDatabases) -> Iterator[str]:
+    """A fresh metadata database for one test, at the migrations' head; dropped after it (by
+    `metadata_databases`' thread, with whatever is still connected to it)."""
+    url = metadata_databases.take()
+    yield url
+    metadata_databases.give_back(url)
+
+
+@pytest.fixture
+def empty_database_url(pg_server: str) -> Iterator[str]:
+    """A fresh, empty database for one test, dropped afterwards: for the tests of the migrations themselves."""
+    with metadata_database(pg_server) as url:
+        yield url
 
 
 @pytest.fixture

@@ -1,55 +1,19 @@
-"""Real databases for the JDBC tests: a fresh MariaDB database and a fresh Postgres database per test."""
+"""Real databases for the JDBC tests: a fresh MariaDB database and a fresh Postgres database per test
+(made by `connect_core.testing.databases`, which the benchmarks use too)."""
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
-import psycopg2
 import pymysql
 import pytest
 from sqlalchemy.engine import make_url
 
-MARIADB = {"host": "127.0.0.1", "port": int(os.environ.get("CONNECT_TEST_MARIADB_PORT", "3306")), "user": "root"}
+from connect_core.testing.databases import MARIADB, Database, mariadb_database, pg_database
 
-
-@dataclass
-class Database:
-    kind: str  # mariadb | postgresql
-    name: str
-    jdbc_url: str
-    connect_args: dict[str, Any]
-
-    def connect(self) -> Any:
-        if self.kind == "mariadb":
-            return pymysql.connect(**self.connect_args, database=self.name, autocommit=True, charset="utf8mb4")
-        conn = psycopg2.connect(**self.connect_args, dbname=self.name)
-        conn.autocommit = True
-        return conn
-
-    def execute(self, *statements: str, params: Sequence[Any] | None = None) -> None:
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                for statement in statements:
-                    cur.execute(statement, params)
-        finally:
-            conn.close()
-
-    def rows(self, query: str) -> list[tuple[Any, ...]]:
-        conn = self.connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(query)
-                return list(cur.fetchall())
-        finally:
-            conn.close()
-
-    def source_config(self, **extra: Any) -> dict[str, Any]:
-        return {"connector.class": "JdbcSourceConnector", "connection.url": self.jdbc_url, **extra}
+__all__ = ["Database", "create_upsert_sink", "mariadb", "mariadb_target", "postgres", "sink_target", "synced", "target"]
 
 
 @pytest.fixture
@@ -71,38 +35,18 @@ def sink_target(request: pytest.FixtureRequest) -> Database:
 
 
 def _mariadb_database() -> Iterator[Database]:
-    name = f"connect_test_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = pymysql.connect(**MARIADB, autocommit=True)
-    except pymysql.err.OperationalError as exc:
-        pytest.fail(f"no MariaDB at 127.0.0.1:{MARIADB['port']}: {exc}")
-    with admin.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-    yield Database(
-        "mariadb",
-        name,
-        f"jdbc:mariadb://127.0.0.1:{MARIADB['port']}/{name}?user=root",
-        dict(MARIADB),
-    )
-    with admin.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {name}")
-    admin.close()
+    with contextlib.ExitStack() as stack:
+        try:
+            database = stack.enter_context(mariadb_database())
+        except pymysql.err.OperationalError as exc:
+            pytest.fail(f"no MariaDB at 127.0.0.1:{MARIADB['port']}: {exc}")
+        yield database
 
 
 def _pg_database(database_url: str, suffix: str) -> Iterator[Database]:
-    url = make_url(database_url)
-    name = f"{url.database}_{suffix}"
-    args = {"host": url.host or "127.0.0.1", "port": url.port or 5432, "user": url.username or "postgres"}
-    admin = psycopg2.connect(**args, dbname=url.database)
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    yield Database(
-        "postgresql", name, f"jdbc:postgresql://{args['host']}:{args['port']}/{name}?user={args['user']}", args
-    )
-    with admin.cursor() as cur:
-        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
+    """A database named after the test's metadata database and `suffix`, on its server."""
+    with pg_database(database_url, f"{make_url(database_url).database}_{suffix}") as database:
+        yield database
 
 
 @pytest.fixture

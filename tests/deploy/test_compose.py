@@ -274,12 +274,12 @@ def test_the_airflow_init_service_migrates_then_registers_the_spark_pool(
 
 
 def test_the_init_commands_run_as_written_against_a_real_postgres(
-    services: dict[str, dict[str, Any]], database_url: str, tmp_path: Path
+    services: dict[str, dict[str, Any]], empty_database_url: str, tmp_path: Path
 ) -> None:
     """airflow-init's `connect` lines, verbatim, through the installed CLI: the options exist and take effect."""
     connect = str(Path(sys.executable).with_name("connect"))
     env = {k: v for k, v in os.environ.items() if k not in ("CONNECT_REST_URL", "CONNECT_REST_TOKEN")}
-    env |= {"CONNECT_DATABASE_URL": database_url, "CONNECT_HOME": str(tmp_path / "home")}
+    env |= {"CONNECT_DATABASE_URL": empty_database_url, "CONNECT_HOME": str(tmp_path / "home")}
 
     def run(args: list[str]) -> str:
         result = subprocess.run([connect, *args], env=env, capture_output=True, text=True, timeout=120)

@@ -27,11 +27,11 @@ def _tour_block() -> str:
     return str(blocks[0].lexemes["source"])
 
 
-def test_the_tour_runs_as_written(tmp_path: Path, database_url: str) -> None:
+def test_the_tour_runs_as_written(tmp_path: Path, empty_database_url: str) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONNECT_HOME", "CONNECT_REST", "CONNECT_TOPICS"))}
-    env |= {"CONNECT_DATABASE_URL": database_url, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env |= {"CONNECT_DATABASE_URL": empty_database_url, "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", _tour_block()],
         cwd=tmp_path,

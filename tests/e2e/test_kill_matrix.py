@@ -30,8 +30,8 @@ from bench.kill_matrix import (
 )
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.settings import Settings
+from connect_core.testing.servers import PgServer
 from tests.conftest import make_runner
-from tests.connectors.cdc._servers import PgServer
 from tests.connectors.jdbc_helpers import Database, mariadb, target  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.spark_submit

@@ -1,6 +1,7 @@
 """The change-data-capture tests' servers (a pytest plugin, registered by tests/conftest.py, so the
-end-to-end tests share them): a PostgreSQL with `wal_level=logical` and a MariaDB with a
-row binlog, each started once per test session (see `_servers`), and a fresh database per test."""
+end-to-end tests share them): a PostgreSQL with `wal_level=logical` and a MariaDB with a row
+binlog, each started once per test session (see `connect_core.testing.servers`), and a fresh
+database per test."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.connectors.cdc._servers import (
+from connect_core.testing.servers import (
     MariaDbServer,
     PgServer,
     ServerStartError,

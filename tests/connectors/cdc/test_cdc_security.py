@@ -19,8 +19,8 @@ from connect_core.rest.app import create_app
 from connect_core.rest.auth import bearer_or_loopback
 from connect_core.runtime.context import Runtime
 from connect_core.sdk.records import TopicPartition
+from connect_core.testing.servers import MariaDbServer, PgServer, unique_name
 from tests.conftest import make_runner
-from tests.connectors.cdc._servers import MariaDbServer, PgServer, unique_name
 from tests.rest.conftest import Served, serve
 
 PG = "io.debezium.connector.postgresql.PostgresConnector"

@@ -11,9 +11,9 @@ import pytest
 
 from connect_core.runtime.context import Runtime
 from connect_core.sdk.records import TopicPartition
+from connect_core.testing.servers import PgServer, unique_name
 from tests.conftest import make_runner
 from tests.connectors.cdc._pipelines import replica_sink
-from tests.connectors.cdc._servers import PgServer, unique_name
 from tests.connectors.jdbc_helpers import Database, mariadb_target, sink_target, target  # noqa: F401  (fixtures)
 
 _TABLE = "SELECT id, label, amount FROM {} ORDER BY id"

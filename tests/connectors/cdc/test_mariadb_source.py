@@ -15,9 +15,9 @@ from connect_core.connectors.cdc.mariadb import MariaDbCdcSourceConnector
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.topics.segments import read_topics
 from connect_core.sdk.records import TopicPartition
+from connect_core.testing.servers import MariaDbServer
 from tests.conftest import make_runner
 from tests.connectors.cdc._pipelines import replica_sink
-from tests.connectors.cdc._servers import MariaDbServer
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
 
 

@@ -29,7 +29,7 @@ from connect_core.connectors.cdc.postgres.pgoutput import (
     TupleData,
     change,
 )
-from tests.connectors.cdc._servers import PgServer, unique_name
+from connect_core.testing.servers import PgServer, unique_name
 from tests.connectors.cdc.test_pgoutput import TABLES, TRANSACTIONS, _commit, _read
 
 # --- the oracle: row-at-a-time decoding, as the source did before it decoded in bulk --------------

@@ -36,7 +36,7 @@ from connect_core.connectors.cdc.postgres.pgoutput import (
     parse,
 )
 from connect_core.sdk.errors import DataError
-from tests.connectors.cdc._servers import PgServer, unique_name
+from connect_core.testing.servers import PgServer, unique_name
 
 READ_TIMEOUT = 10.0  # seconds for a few small transactions to arrive; a failure, never a hang
 

@@ -11,8 +11,8 @@ import pytest
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.topics.segments import read_topics
 from connect_core.sdk.records import TopicPartition
+from connect_core.testing.servers import PgServer, unique_name
 from tests.conftest import make_runner
-from tests.connectors.cdc._servers import PgServer, unique_name
 
 
 def _events(runtime: Runtime, spark: Any, topic: str, after: int = 0) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from psycopg2.extras import LogicalReplicationConnection
 
-from tests.connectors.cdc._servers import (
+from connect_core.testing.servers import (
     MariaDbServer,
     PgServer,
     ServerStartError,

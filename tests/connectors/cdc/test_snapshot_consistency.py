@@ -13,9 +13,9 @@ import pytest
 
 from connect_core.connectors.cdc.postgres import _snapshot
 from connect_core.runtime.context import Runtime
+from connect_core.testing.servers import MariaDbServer, PgServer, unique_name
 from tests.conftest import make_runner
 from tests.connectors.cdc._pipelines import replica_sink
-from tests.connectors.cdc._servers import MariaDbServer, PgServer, unique_name
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
 
 ROWS = 20_000

@@ -35,8 +35,8 @@ def _tables(engine) -> set[str]:  # type: ignore[no-untyped-def]
     return set(inspect(engine).get_table_names(schema=SCHEMA)) - {"alembic_version"}
 
 
-def test_upgrade_downgrade_upgrade(database_url: str) -> None:
-    engine = make_engine(database_url)
+def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
+    engine = make_engine(empty_database_url)
     assert _tables(engine) == set()
 
     migrate.upgrade(engine)
@@ -55,12 +55,12 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     engine.dispose()
 
 
-def test_models_match_migrations(database_url: str) -> None:
+def test_models_match_migrations(empty_database_url: str) -> None:
     """Autogenerate finds nothing to do: the models and the migrations agree."""
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    engine = make_engine(database_url)
+    engine = make_engine(empty_database_url)
     migrate.upgrade(engine)
     with engine.connect() as conn:
         ctx = MigrationContext.configure(

@@ -1,15 +1,15 @@
-"""Private PostgreSQL and MariaDB servers for the change-data-capture tests.
+"""Private PostgreSQL and MariaDB servers, for the change-data-capture tests and benchmarks.
 
 Log-based capture needs server settings the machine's shared servers do not have (and must not
-be given): `wal_level=logical` on PostgreSQL, a row binlog on MariaDB. So the tests start their
-own, from the machine's own binaries, in a temporary directory on a free loopback port, and
-delete it all when they stop.
+be given): `wal_level=logical` on PostgreSQL, a row binlog on MariaDB. So the tests and the
+benchmarks start their own, from the machine's own binaries, in a temporary directory on a free
+loopback port, and delete it all when they stop.
 
 Neither server runs as root: PostgreSQL refuses to, and MariaDB should not. As root, each runs as
 its packaged service user (`postgres`, `mysql`; `nobody` if that is missing), in a directory it
 owns under /tmp (pytest's own temp dirs are root's and closed to others). Each server is also
-told to die with the test process (Linux's parent-death signal), so a killed pytest leaves no
-server behind, only its directory.
+told to die with the process that started it (Linux's parent-death signal), so a killed pytest
+leaves no server behind, only its directory.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import psycopg2
 import pymysql
 
 __all__ = [
+    "PG_BIN",
     "MariaDbServer",
     "PgServer",
     "ServerStartError",
