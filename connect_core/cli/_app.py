@@ -22,6 +22,7 @@ from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
 
 if TYPE_CHECKING:
     from connect_core.runtime.context import Runtime
+    from connect_core.runtime.management import Management
 
 __all__ = [
     "OutputOpt",
@@ -279,8 +280,9 @@ def runtime(upgrade: bool = True) -> Iterator[Runtime]:
 
 
 @contextmanager
-def backend() -> Iterator[Any]:
-    """`ConnectService` over the local store, or `RestClient` with --url: the same methods either way."""
+def backend() -> Iterator[Management]:
+    """The management room over the local store, or over the REST API with --url (`RestClient`): the
+    same interface either way, and mypy holds both to it."""
     with _errors():
         if _remote["url"]:
             from connect_core.rest.client import RestClient
@@ -291,15 +293,13 @@ def backend() -> Iterator[Any]:
             finally:
                 client.close()
         else:
-            from connect_core.rest.service import ConnectService
             from connect_core.runtime.context import Runtime
+            from connect_core.runtime.management import LocalManagement
 
             rt = Runtime.open()
-            service = ConnectService(rt)
             try:
-                yield service
+                yield LocalManagement(rt)
             finally:
-                service.close()
                 rt.close()
 
 

@@ -1,8 +1,8 @@
-"""A client of the REST API with the same methods as `ConnectService`, so the CLI works over HTTP too."""
+"""`Management` over HTTP: a client of the REST API, so the CLI works against a remote server too."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -16,6 +16,8 @@ __all__ = ["RestClient"]
 
 
 class RestClient:
+    """The management room (`connect_core.runtime.management.Management`) of the server at `url`."""
+
     def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
         self._shown = mask_url_credentials(url)  # the URL in messages: never its password
         try:
@@ -67,11 +69,11 @@ class RestClient:
     def _rocketmq(self, path: str, pool: str | None = None) -> Any:
         return self._call("GET", path, params={"pool": pool} if pool else None)["body"]
 
-    # the ConnectService surface the CLI uses
+    # -- Management ------------------------------------------------------------------------
     def names(self) -> list[str]:
         return list(self._call("GET", "/connectors"))
 
-    def expanded(self, expand: list[str]) -> dict[str, Any]:
+    def expanded(self, expand: Collection[str]) -> dict[str, Any]:
         return dict(self._call("GET", "/connectors", params=[("expand", e) for e in expand]))
 
     def info(self, name: str) -> dict[str, Any]:
@@ -83,8 +85,17 @@ class RestClient:
     def status(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/connectors/{name}/status"))
 
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        return dict(self._call("GET", f"/connectors/{name}/tasks/{task}/status"))
+
     def tasks(self, name: str) -> list[dict[str, Any]]:
         return list(self._call("GET", f"/connectors/{name}/tasks"))
+
+    def topics(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/connectors/{name}/topics"))
+
+    def reset_topics(self, name: str) -> None:
+        self._call("PUT", f"/connectors/{name}/topics/reset")
 
     def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         return list(self._call("GET", f"/connectors/{name}/runs", params={"limit": limit}))
@@ -106,6 +117,9 @@ class RestClient:
         path = f"/connectors/{quote(name, safe='')}/apply"  # a name from a file: one path segment, whatever it holds
         return dict(self._call("PUT", path, params=params, json=dict(config)))
 
+    def patch_config(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._call("PATCH", f"/connectors/{name}/config", json=dict(patch)))
+
     def delete(self, name: str) -> None:
         self._call("DELETE", f"/connectors/{name}")
 
@@ -119,6 +133,9 @@ class RestClient:
         self._call("POST", f"/connectors/{name}/restart", params=params)
         return self.status(name)
 
+    def restart_task(self, name: str, task: int) -> None:
+        self._call("POST", f"/connectors/{name}/tasks/{task}/restart")
+
     def offsets(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/connectors/{name}/offsets"))
 
@@ -131,8 +148,8 @@ class RestClient:
     def describe_topic(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/topics/{name}"))
 
-    def set_topic_config(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
-        return dict(self._call("PUT", f"/topics/{name}/config", json=config))
+    def set_topic_config(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._call("PUT", f"/topics/{name}/config", json=dict(config)))
 
     def apply_topic_retention(self, dry_run: bool = False) -> dict[str, Any]:
         return dict(self._call("POST", "/topics/retention", params={"dryRun": str(dry_run).lower()}))
@@ -150,6 +167,14 @@ class RestClient:
     def plugins(self) -> list[dict[str, Any]]:
         return list(self._rocketmq("/plugin/list"))
 
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        return list(self._call("GET", f"/connector-plugins/{plugin}/config"))
+
+    def validate(self, plugin: str | None, config: Mapping[str, Any]) -> dict[str, Any]:
+        if plugin is None:  # Kafka's route names the plugin; RocketMQ's takes it from `connector.class`
+            return dict(self._call("POST", "/plugin/config/validate", json=dict(config))["body"])
+        return dict(self._call("PUT", f"/connector-plugins/{plugin}/config/validate", json=dict(config)))
+
     def reload_plugins(self) -> list[str]:
         return list(self._rocketmq("/plugin/reload"))
 
@@ -164,6 +189,9 @@ class RestClient:
 
     def pools(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/pools"))
+
+    def pool(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/pools/{name}"))
 
     def put_pool(self, name: str, spec: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
         resp = self._send("PUT", f"/pools/{name}", json={k: v for k, v in spec.items() if v is not None})

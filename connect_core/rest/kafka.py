@@ -14,7 +14,8 @@ from starlette.concurrency import run_in_threadpool
 from connect_core.rest import paging
 from connect_core.rest.deps import service
 from connect_core.rest.errors import answer_for, storable_params
-from connect_core.rest.service import ConnectService, expand_kinds, expanded_dict, server_info
+from connect_core.rest.service import ConnectService, server_info
+from connect_core.runtime.management import expand_kinds, expanded_dict
 from connect_core.runtime.store.connectors import Listing
 from connect_core.sdk.errors import ConfigError
 

@@ -28,7 +28,8 @@ from starlette.concurrency import run_in_threadpool
 from connect_core.rest import paging
 from connect_core.rest.deps import service
 from connect_core.rest.errors import answer_for
-from connect_core.rest.service import ConnectService, expanded_dict
+from connect_core.rest.service import ConnectService
+from connect_core.runtime.management import expanded_dict
 from connect_core.runtime.security import mask_config
 from connect_core.runtime.store.connectors import Listing
 from connect_core.runtime.store.db import check_storable

@@ -4,15 +4,11 @@ The page polls this every few seconds, so its cost must not grow with one query 
 
 * states and tasks: the REST list's own read (`ConnectorStore.listing(Page(), status=True)`: one
   query), so the view and `GET /connectors?expand=status` always agree;
-* the last runs of every connector (rows per run, for the sparkline) and its count of failed
-  runs: a few index reads per connector (`task_runs(connector, id)`), whatever the history holds;
-  the newest failed run's error: one `DISTINCT ON` over the failed runs;
-* each sink's lag (records of its topics it has not committed): one `GROUP BY` over the topics'
-  end offsets and the sinks' offsets, the query `GET /metrics` uses per partition;
-* the pools each connector is assigned to: one `GROUP BY` over the assignments.
+* runs, failures, the last error, lags, pools and schedules: the store's read model of the view
+  (`runtime.store.views.connector_activity`: five queries in one read-only snapshot).
 
-The last four are read in one read-only snapshot. Config values are never read here; errors and
-traces are masked (`mask_text`) and cut to their tail, where a Java or Python trace says what broke.
+Config values are never read here; errors and traces are masked (`mask_text`) and cut to their
+tail, where a Java or Python trace says what broke.
 """
 
 from __future__ import annotations
@@ -22,13 +18,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import text
-
 from connect_core.runtime.airflow_client import dag_id_for
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.security import mask_text
+from connect_core.runtime.store import views
 from connect_core.runtime.store.connectors import ConnectorStatus, Page
-from connect_core.runtime.store.readers import SINK_TOPICS
+from connect_core.runtime.store.views import FailedRun, RunPoint
 from connect_core.sdk.config import CRON_PRESETS, check_schedule, schedule_interval
 
 __all__ = ["RUNS_SHOWN", "connectors_view", "failed_runs"]
@@ -39,96 +34,23 @@ RUNS_SHOWN = 20
 _LIST_TAIL = 600
 _HISTORY_TAIL = 4000
 
-# Each connector's last `:runs` finished runs, by the index on (connector, id): a few index reads
-# per connector, whatever the history holds; and how many of its retained runs failed.
-_RUNS = text(
-    """
-    SELECT c.name AS connector, r.id, r.task_id, r.state, r.rows, r.duration_s, r.finished_at, f.failures
-    FROM connect.connectors c
-    CROSS JOIN LATERAL (
-        SELECT r.id, r.task_id, r.state, r.finished_at,
-               CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
-               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s
-        FROM connect.task_runs r
-        WHERE r.connector = c.name AND r.state <> 'RUNNING'
-        ORDER BY r.id DESC
-        LIMIT :runs) r
-    CROSS JOIN LATERAL (
-        SELECT count(*) AS failures FROM connect.task_runs x WHERE x.connector = c.name AND x.state = 'FAILED') f
-    ORDER BY c.name, r.id
-    """
-)
-
-# Each connector's newest failed run with its error: the error text leaves the database only for it.
-_LAST_ERRORS = text(
-    """
-    SELECT DISTINCT ON (connector) connector, id, task_id, finished_at, error
-    FROM connect.task_runs
-    WHERE state = 'FAILED' AND error IS NOT NULL
-    ORDER BY connector, id DESC
-    """
-)
-
-# Each sink's records behind: the end offsets of its topics' partitions minus what it committed.
-_LAGS = text(
-    SINK_TOPICS
-    + """
-    SELECT st.name AS connector,
-           sum(greatest(p.next_offset - coalesce(o.offset, 0), 0))::bigint AS lag,
-           count(*) AS partitions
-    FROM sink_topics st
-    JOIN connect.topic_partitions p ON p.topic = st.topic
-    LEFT JOIN connect.sink_offsets o ON o.connector = st.name AND o.topic = p.topic AND o.partition = p.partition
-    GROUP BY st.name
-    """
-)
-
-# Each connector's schedule (not a secret: a cron, a preset or an interval), and whether it set one.
-_SCHEDULES = text("SELECT name, config->>'schedule' AS schedule, config ? 'schedule' AS given FROM connect.connectors")
-
-_POOLS = text(
-    """
-    SELECT connector, array_agg(DISTINCT pool ORDER BY pool) AS pools
-    FROM connect.assignments
-    GROUP BY connector
-    """
-)
-
-# One connector's failed runs, newest first: the (connector, task_id, state) index finds them.
-_FAILED = text(
-    """
-    SELECT id, task_id, pool, started_at, finished_at, error
-    FROM connect.task_runs
-    WHERE connector = :connector AND state = 'FAILED'
-    ORDER BY id DESC
-    LIMIT :limit
-    """
-)
-
 
 def connectors_view(runtime: Runtime, runs: int = RUNS_SHOWN) -> list[dict[str, Any]]:
     """Every connector as the view lists it, in name order (see the module's docstring for the reads)."""
     listing = runtime.connectors.listing(Page(), status=True)
-    with runtime.engine.connect() as conn:
-        conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-        with conn.begin():
-            run_rows = conn.execute(_RUNS, {"runs": runs}).all()
-            last_errors = {r.connector: r for r in conn.execute(_LAST_ERRORS)}
-            lags = {r.connector: (int(r.lag), int(r.partitions)) for r in conn.execute(_LAGS)}
-            pools = {r.connector: list(r.pools) for r in conn.execute(_POOLS)}
-            schedules = {r.name: (r.schedule, r.given) for r in conn.execute(_SCHEDULES)}
-    history = _history(run_rows, last_errors)
+    activity = views.connector_activity(runtime.engine, runs)
+    history = _history(activity.runs, activity.last_errors)
     now = datetime.now(UTC)
-    views = []
+    shown = []
     for name in listing.names:
         status = listing.statuses[name]
-        view = _connector(status, history.get(name, {}), lags.get(name), pools.get(name, []))
-        schedule, given = schedules.get(name, (None, False))
+        view = _connector(status, history.get(name, {}), activity.lags.get(name), activity.pools.get(name, []))
+        schedule, given = activity.schedules.get(name, (None, False))
         if not given:  # the configs' defaults: sources hourly, sinks when their topics get data
             schedule = "@hourly" if status.type == "source" else None
         view["schedule"], view["next_run"] = next_run(schedule, status.type, status.state, view["last_run"], now)
-        views.append(view)
-    return views
+        shown.append(view)
+    return shown
 
 
 def next_run(
@@ -176,8 +98,6 @@ def _cron_next(schedule: str, now: datetime) -> str | None:
 
 def failed_runs(runtime: Runtime, connector: str, limit: int = 10) -> list[dict[str, Any]]:
     """The connector's last failed runs with their errors, masked (newest first)."""
-    with runtime.engine.connect() as conn:
-        rows = conn.execute(_FAILED, {"connector": connector, "limit": limit}).all()
     return [
         {
             "run_id": r.id,
@@ -187,15 +107,15 @@ def failed_runs(runtime: Runtime, connector: str, limit: int = 10) -> list[dict[
             "finished_at": _iso(r.finished_at),
             "error": _tail(r.error, _HISTORY_TAIL),
         }
-        for r in rows
+        for r in views.failed_runs(runtime.engine, connector, limit)
     ]
 
 
-def _history(rows: Sequence[Any], last_errors: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _history(rows: Sequence[RunPoint], last_errors: Mapping[str, FailedRun]) -> dict[str, dict[str, Any]]:
     """Per connector: the shown runs (oldest first), its failures and the newest one's error."""
     by_name: dict[str, dict[str, Any]] = {}
     for r in rows:
-        entry = by_name.setdefault(r.connector, {"runs": [], "failures": int(r.failures), "last_error": None})
+        entry = by_name.setdefault(r.connector, {"runs": [], "failures": r.failures, "last_error": None})
         entry["runs"].append(r)
     for name, e in last_errors.items():
         entry = by_name.setdefault(name, {"runs": [], "failures": 1, "last_error": None})
@@ -241,7 +161,7 @@ def _connector(
     }
 
 
-def _rows(run: Any) -> int | None:
+def _rows(run: RunPoint) -> int | None:
     return None if run.rows is None else int(run.rows)
 
 

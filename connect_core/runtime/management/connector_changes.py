@@ -1,0 +1,228 @@
+"""Changing connectors: create, replace (PUT), apply, patch, delete, target states, restarts and
+triggering a run. Every config is checked by the runtime's own validation; every answer is masked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
+from connect_core.runtime.context import check_new_name
+from connect_core.runtime.management.connectors import ConnectorReads
+from connect_core.runtime.management.shapes import info_of
+from connect_core.runtime.store.connectors import TARGET_STATES, ConnectorExistsError, ConnectorInfo
+from connect_core.runtime.store.db import check_storable
+from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError
+
+__all__ = ["ApplyAction", "ConnectorChanges"]
+
+#: What `apply` did (or, in a dry run, would do) to a connector.
+ApplyAction = Literal["created", "updated", "unchanged"]
+
+#: Rounds of replace-then-create a PUT makes while concurrent creates and deletes of its name race it.
+_PUT_ATTEMPTS = 5
+
+
+class _Unchanged(Exception):
+    """Raised inside a config change to leave the connector as it is."""
+
+
+class ConnectorChanges(ConnectorReads):
+    def create(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict[str, Any]:
+        _check_initial_state(initial_state)
+        _check_input(name, config)
+        created = self.rt.create_connector(name, config, target_state=initial_state)
+        self._wrote()
+        # The create's own result: a read after it could meet a concurrent delete and say 404.
+        return info_of(created)
+
+    def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """Create or replace; returns (created, info).
+
+        Tried as a replace first, then as a create; a create that loses to a concurrent one
+        replaces what that one created, as a PUT does: concurrent PUTs never answer 409.
+        """
+        _check_input(name, config)
+        # Each answer comes from its own write: a replace that finds none creates, a create that
+        # finds one replaces. Racing deletes and creates can turn each into the other a few times.
+        for _attempt in range(_PUT_ATTEMPTS):
+            try:
+                return False, self._replace(name, config)
+            except NotFoundError:
+                pass
+            try:
+                return True, self.create(name, config)
+            except ConnectorExistsError:
+                continue
+        raise ConflictError(
+            f"connector `{name}` was created and deleted concurrently {_PUT_ATTEMPTS} times while this PUT "
+            "ran: read its current state and retry"
+        )
+
+    def apply(
+        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = "RUNNING"
+    ) -> dict[str, Any]:
+        """Make the connector's config `config`, as `kubectl apply` does: create it if missing, replace
+        its config if it differs, else leave it as it is (no new config version, no fencing, no
+        rebalance). The config is validated in every case, also in a dry run, which writes nothing.
+
+        Returns `{"name", "action", "changed", "type", "tasks"}`: `changed` lists the config keys
+        that differ (keys only: values can be secrets), `tasks` how many tasks the config makes.
+        """
+        _check_initial_state(initial_state)
+        _check_input(name, config)
+        try:
+            current: ConnectorInfo | None = self.rt.connectors.get(name)
+        except NotFoundError:
+            current = None
+        validated = self._validated_for_apply(name, config, new=current is None)
+        changed = _changed_keys(current.config if current else {}, validated["config"])
+        action: ApplyAction = "created" if current is None else "updated" if changed else "unchanged"
+        if not dry_run and action != "unchanged":
+            action = self._apply(name, config, validated, initial_state, create=current is None)
+        return {
+            "name": name,
+            "action": action,
+            "changed": changed,
+            "type": validated["type"],
+            "tasks": len(validated["task_configs"]),
+        }
+
+    def _validated_for_apply(self, name: str, config: Mapping[str, Any], *, new: bool) -> dict[str, Any]:
+        """The runtime's validation, and for a new connector its name's: every problem in one error."""
+        problems: list[ConfigError] = []
+        if new:  # a stored name may predate the rule (it can still be updated); a new one must follow it
+            try:
+                check_new_name(name)
+            except ConfigError as exc:
+                problems.append(exc)
+        try:
+            validated = self.rt.validated(name, config)
+        except ConfigError as exc:
+            problems.append(exc)
+        if len(problems) == 1:
+            raise problems[0]
+        if problems:
+            errors: dict[str, list[str]] = {}
+            for problem in problems:
+                for key, found in problem.errors.items():
+                    errors.setdefault(key, []).extend(found)
+            raise ConfigError("\n".join(str(p) for p in problems), errors)
+        return validated
+
+    def _apply(
+        self, name: str, config: Mapping[str, Any], validated: dict[str, Any], initial_state: str, *, create: bool
+    ) -> ApplyAction:
+        """Create, or replace the config unless it is (now, under the connector's row lock) the same."""
+        if create:
+            try:
+                self.rt.create_connector(name, config, target_state=initial_state)
+                self._wrote()
+                return "created"
+            except ConnectorExistsError:
+                pass  # created meanwhile (a concurrent apply or create): compare with that one
+
+        def replace(current: dict[str, Any]) -> dict[str, Any]:
+            if not _changed_keys(current, validated["config"]):
+                raise _Unchanged  # rolls the transaction back: nothing written
+            return validated
+
+        try:
+            self.rt.connectors.modify_config(name, replace)
+        except _Unchanged:
+            return "unchanged"
+        self.rt.place_new_work(name)
+        self._wrote()
+        return "updated"
+
+    def _replace(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        replaced = self.rt.update_connector(name, config)
+        self._wrote()
+        return info_of(replaced)
+
+    def patch_config(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Kafka's PATCH: keys with null values are removed, others set.
+
+        The merge happens under the connector's row lock, on the config as it is then: of
+        concurrent PATCHes each sees the previous one's keys, none is lost.
+        """
+        _check_input(name, patch)
+
+        def patched(current: dict[str, Any]) -> dict[str, Any]:
+            for key, value in patch.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            # The runtime's own validation (as create and PUT): one definition of a valid config.
+            return self.rt.validated(name, current)
+
+        patched_info = self.rt.connectors.modify_config(name, patched)
+        self.rt.place_new_work(name)
+        self._wrote()
+        return info_of(patched_info)
+
+    def delete(self, name: str) -> None:
+        self.rt.delete_connector(name)
+        self._wrote()
+
+    def set_state(self, name: str, state: str) -> str | None:
+        """Set the target state (RUNNING, PAUSED, STOPPED); returns a warning to show, if any."""
+        warning = self.rt.set_target_state(name, state)
+        self._wrote()
+        return warning
+
+    def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
+        """There is no long-lived connector process to restart: a restart clears FAILED task states
+        (so they run again at the next trigger or schedule) and, with Airflow, triggers a run now."""
+        status = self.status(name)
+        restarted = [t["id"] for t in status["tasks"] if include_tasks and (not only_failed or t["state"] == "FAILED")]
+        self.rt.connectors.reset_task_states(name, restarted)
+        self._wrote()
+        run_id = self._maybe_trigger(name)
+        return {**self.status(name), "dag_run_id": run_id}
+
+    def restart_task(self, name: str, task: int) -> None:
+        self.task_status(name, task)  # 404 for an unknown task
+        self.rt.connectors.reset_task_states(name, [task])
+        self._wrote()
+        self._maybe_trigger(name)
+
+    def trigger(self, name: str) -> dict[str, Any]:
+        """Start a run of the connector's DAG now, through Airflow's REST API."""
+        self.rt.connectors.get(name)
+        client = AirflowClient.from_settings(self.rt.settings)
+        if client is None:
+            raise ConnectError(
+                "no Airflow configured to trigger runs: run `connect airflow up` or set CONNECT_AIRFLOW_URL"
+            )
+        return {"name": name, "dag_id": dag_id_for(name), "dag_run_id": client.trigger(name)}
+
+    def _maybe_trigger(self, name: str) -> str | None:
+        client = AirflowClient.from_settings(self.rt.settings)
+        if client is None:
+            return None
+        try:
+            return client.trigger(name)
+        except ConnectError:
+            return None
+
+
+def _check_initial_state(initial_state: str) -> None:
+    if initial_state not in TARGET_STATES:
+        raise ConfigError(
+            f"`initial_state` must be one of {', '.join(TARGET_STATES)}, not `{initial_state}`",
+            {"initial_state": [f"must be one of {', '.join(TARGET_STATES)}"]},
+        )
+
+
+def _check_input(name: str, config: Mapping[str, Any]) -> None:
+    """What the store could not hold answers 400 naming the key, before validation sees it."""
+    check_storable(name, "connector name")
+    check_storable(dict(config), "config")
+
+
+def _changed_keys(current: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Keys whose values differ between two configs; `name` is not config (it is the connector's)."""
+    keys = (set(current) | set(new)) - {"name"}
+    return sorted(k for k in keys if k not in current or k not in new or current[k] != new[k])
