@@ -32,6 +32,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: How long a trigger waits for a DAG that is not there yet (a connector created seconds ago).
+TRIGGER_WAIT_S = 30.0
+
 DAG_PREFIX = "connect__"
 #: Airflow's limit on a dag id's length.
 DAG_ID_MAX = 250
@@ -127,12 +130,30 @@ class AirflowClient:
     def set_paused(self, connector: str, paused: bool) -> None:
         self._request("PATCH", f"/dags/{dag_id_for(connector)}", json={"is_paused": paused})
 
-    def trigger(self, connector: str, conf: dict[str, Any] | None = None) -> str:
-        """Start a run of the connector's DAG now; returns Airflow's dag_run_id."""
-        resp = self._request(
-            "POST", f"/dags/{dag_id_for(connector)}/dagRuns", json={"logical_date": None, "conf": conf or {}}
-        )
-        return str(resp.json()["dag_run_id"])
+    def trigger(self, connector: str, conf: dict[str, Any] | None = None, *, wait_s: float = TRIGGER_WAIT_S) -> str:
+        """Start a run of the connector's DAG now; returns Airflow's dag_run_id. A connector created a
+        moment ago has no DAG until the dag-processor's next parse (seconds): that is waited for, up to
+        `wait_s`, then a RetriableError says so."""
+        dag_id, deadline, said = dag_id_for(connector), time.monotonic() + wait_s, False
+        body = {"logical_date": None, "conf": conf or {}}
+        while True:
+            try:
+                return str(self._request("POST", f"/dags/{dag_id}/dagRuns", json=body).json()["dag_run_id"])
+            except RetriableError as exc:
+                if " 404 " not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise RetriableError(
+                        f"Airflow has no DAG `{dag_id}` yet (waited {wait_s:.0f} s): its dag-processor adds a "
+                        "new connector's DAG at its next parse, within seconds while it runs (`connect airflow up` "
+                        "starts one); trigger again then"
+                    ) from None
+            if not said:
+                log.warning(
+                    "Airflow has no DAG `%s` yet: waiting up to %.0f s for its dag-processor to add it", dag_id, wait_s
+                )
+                said = True
+            time.sleep(1.0)
 
     def dag(self, connector: str) -> dict[str, Any] | None:
         try:

@@ -191,6 +191,12 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
     _cli(env, "delete", "fileSinkConnector")
     _wait("the deleted connector's DAG to go", lambda: "connect__fileSinkConnector" not in api.dag_ids(), 180)
 
+    # A run of a connector created a moment ago: the trigger waits for its DAG (bounded), not a 404.
+    (tmp_path / "late.txt").write_text("late\n")
+    late = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "late.txt"), "topic": "late"}
+    runtime.create_connector("lateSource", {**late, "schedule": "none"})
+    assert "triggered DAG run" in _cli(env, "trigger", "lateSource")
+
     # `connect airflow down` from another shell stops it all, and what its workers allowed is forgotten.
     down = _cli(env, "airflow", "down")
     assert "stopping the platform at http://127.0.0.1:" in down and down.rstrip().endswith("stopped")
