@@ -14,7 +14,7 @@ import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from connect_core.runtime.airflow_client import AIRFLOW_POOL_PREFIX, AirflowClient, airflow_pool_for
 from connect_core.runtime.cluster.assignments import RebalanceResult
@@ -23,7 +23,8 @@ from connect_core.runtime.cluster.pools import PoolStore
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.spark.conf_policy import SparkConfPolicy, check_master
 from connect_core.runtime.spark.connect import public_master
-from connect_core.sdk.errors import RetriableError
+from connect_core.runtime.store.models import TaskConfigRow
+from connect_core.sdk.errors import NotFoundError, RetriableError
 
 __all__ = ["Placement", "Rebalancer", "place", "sync_airflow_pools"]
 
@@ -96,6 +97,10 @@ def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> P
     pools = PoolStore(engine, SparkConfPolicy.from_settings(settings))
     at = pools.placement(connector, task_id)
     if at is None:
+        # Only a task that exists is placed (a request naming task 7 of a 1-task connector must not
+        # rebalance anything), and over what the pools say now, not over heartbeats gone stale.
+        _check_task(engine, connector, task_id)
+        probe_all(pools, settings.heartbeat_timeout)
         Rebalancer.from_settings(engine, settings).rebalance(connectors=[connector])
         at = pools.placement(connector, task_id)
         if at is None:
@@ -121,6 +126,15 @@ def place(engine: Engine, settings: Settings, connector: str, task_id: int) -> P
     check_master(info.master, f"Spark pool `{info.name}`")
     conf = SparkConfPolicy.from_settings(settings).sanitized(info.conf, f"Spark pool `{info.name}`")
     return Placement(info.name, info.master, conf, at[1])
+
+
+def _check_task(engine: Engine, connector: str, task_id: int) -> None:
+    with engine.connect() as conn:
+        found = conn.execute(
+            select(TaskConfigRow.task_id).where(TaskConfigRow.connector == connector, TaskConfigRow.task_id == task_id)
+        ).first()
+    if found is None:
+        raise NotFoundError(f"task `{connector}-{task_id}` not found")
 
 
 def _standby_up(pools: PoolStore, settings: Settings) -> bool:

@@ -93,6 +93,12 @@ def pool_folder(settings: Settings, name: str) -> Path:
     check_pool_name(name)
     folder = Path(settings.home) / "pools"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # A folder made before (or by someone else) must be this user's alone: its sockets are trusted.
+    found = folder.stat()
+    if found.st_uid != os.getuid():
+        raise ConfigError(f"`{folder}` belongs to another user: the pools' sockets and files cannot be kept there")
+    if found.st_mode & 0o077:
+        folder.chmod(0o700)
     return folder
 
 

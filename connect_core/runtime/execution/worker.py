@@ -167,8 +167,7 @@ class Worker:
         if not _same_user(conn):
             _answer(conn, {"error": "only the worker's own user may use it", "code": "refused"})
             return
-        conn.settimeout(_READ_TIMEOUT_S)
-        request = _read_request(conn)
+        request = _read_request(conn, time.monotonic() + _READ_TIMEOUT_S)
         conn.settimeout(None)
         if request.get("op") == "ping":
             _answer(
@@ -191,9 +190,11 @@ class Worker:
         if request.get("fingerprint") not in (self.fingerprint, *self.also_serves):
             _answer(conn, {"error": "the worker serves another metadata store", "code": "refused"})
             return
-        if self.stopping.is_set():
-            _answer(conn, {"error": "the worker is stopping", "code": "refused"})
-            return
+        with self._lock:  # the idle stop sets `stopping` and reads `in_flight` under the same lock
+            if self.stopping.is_set():
+                _answer(conn, {"error": "the worker is stopping", "code": "refused"})
+                return
+            self.in_flight += 1
         from connect_core.runtime.execution.launcher import Where, plan_runs, plan_tasks
 
         gone, done_event = threading.Event(), threading.Event()
@@ -212,9 +213,9 @@ class Worker:
             while not done_event.wait(KEEPALIVE_S):
                 send({"alive": True})
 
-        with self._lock:
-            self.in_flight += 1
         try:
+            if master is not None:
+                self._check_master(master)
             planned = plan_tasks(self.runtime, tasks, master) if tasks else plan_runs(self.runtime, names, master, task)
             launcher = self._launcher()
             classic = [
@@ -226,9 +227,16 @@ class Worker:
             send({"accepted": True})
             self.forward.attach(send)
             threading.Thread(target=keep_alive, daemon=True).start()
-            log.info("worker %d of pool `%s` runs %s", os.getpid(), self.pool, ", ".join(names))
+            log.info(
+                "worker %d of pool `%s` runs %s",
+                os.getpid(),
+                self.pool,
+                ", ".join(repr(f"{r.connector}-{r.task_id}") for r in planned),
+            )
             launched = launcher.launch(planned, master)
             send({"results": [dict(o.record) for o in launched.outcomes], "groups": launched.groups})
+        except _Refused as exc:
+            send({"error": str(exc), "code": "refused"})
         except ConnectError as exc:
             code = "config" if isinstance(exc, ConfigError) else "not_found" if isinstance(exc, NotFoundError) else ""
             send({"error": mask_text(str(exc)), "code": code or "error"})
@@ -241,6 +249,15 @@ class Worker:
             with self._lock:
                 self.in_flight -= 1
                 self.last_activity = time.monotonic()
+
+    def _check_master(self, master: str) -> None:
+        """An explicit master must be a registered Spark Connect pool's (then the runs are fenced by
+        that pool's assignments like any other), never an arbitrary server the caller names."""
+        from connect_core.runtime.spark.connect import is_connect_master
+
+        pools = self.runtime.pools.list(self.settings.heartbeat_timeout)
+        if not is_connect_master(master) or master not in {p.master for p in pools}:
+            raise _Refused("`master` must be the Spark Connect master of a registered pool")
 
     def _launcher(self) -> Launcher:
         """This worker's launcher: it runs what it takes in its own process, asking no worker (it is one)."""
@@ -295,10 +312,11 @@ class Worker:
         with processes.locked(pool_lock(self.settings, self.pool), wait=False) as mine:
             if not mine:
                 return False
-            self.stopping.set()  # no request starts on a server being stopped
-            if self.in_flight:
-                self.stopping.clear()
-                return False
+            with self._lock:
+                self.stopping.set()  # no request starts on a server being stopped
+                if self.in_flight:
+                    self.stopping.clear()
+                    return False
             log.info("pool `%s` idle for %.0f s: stopping its server", self.pool, self.idle_timeout)
             stop_server(self.settings, self.pool)
         return True
@@ -313,17 +331,34 @@ class _BadRequest(Exception):
     pass
 
 
+class _Refused(Exception):
+    """A well-formed request this worker will not run."""
+
+
 class _Stop(BaseException):
     """SIGTERM, raised in the main thread."""
 
 
-def _read_request(conn: socket.socket) -> dict[str, Any]:
-    line = conn.makefile("rb").readline(MAX_REQUEST_BYTES + 1)
-    if len(line) > MAX_REQUEST_BYTES or not line.endswith(b"\n"):
+def _read_request(conn: socket.socket, deadline: float) -> dict[str, Any]:
+    """One JSON line, whole by `deadline` (a caller trickling a byte at a time holds a connection
+    slot for at most that long, however slowly it sends)."""
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        conn.settimeout(left)
+        chunk = conn.recv(min(65536, MAX_REQUEST_BYTES + 1 - len(line)))
+        if not chunk:
+            break
+        line += chunk
+        if len(line) > MAX_REQUEST_BYTES:
+            break
+    if len(line) > MAX_REQUEST_BYTES or not line.endswith(b"\n") or line.count(b"\n") > 1:
         raise _BadRequest(f"a request is one JSON line of at most {MAX_REQUEST_BYTES} bytes")
     try:
         request = json.loads(line)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: `[[[[…` nested past the parser's depth
         raise _BadRequest("a request is a JSON object") from exc
     if not isinstance(request, dict):
         raise _BadRequest("a request is a JSON object")
@@ -361,6 +396,8 @@ def _tasks_argument(tasks: Any, names: list[str]) -> list[tuple[str, int]] | Non
         ):
             raise _BadRequest("`tasks` holds [connector, task] pairs of the connectors in `names`")
         pairs.append((str(pair[0]), int(pair[1])))
+    if len(set(pairs)) != len(pairs):
+        raise _BadRequest("`tasks` names each [connector, task] pair once")
     return pairs
 
 

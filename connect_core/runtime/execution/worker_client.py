@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
+import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,7 +72,15 @@ def fingerprint(settings: Settings) -> str:
             port = 0
         query = sorted(parse_qsl(parts.query, keep_blank_values=True))
         store = f"{parts.username or ''}@{(parts.hostname or '').lower()}:{port}{parts.path}?{query}"
-    name = json.dumps([store, settings.topics_base, settings.plugin_path])
+    # And the security settings its runs are judged by (resolved): a worker started with wider
+    # `file.allowed.paths` or config providers must not run a caller's tasks by its own rules.
+    security = [
+        [str(d) for d in settings.allowed_file_dirs()],
+        settings.config_providers,
+        [str(d) for d in settings.provider_file_dirs()],
+        settings.config_providers_env_allowlist_pattern,
+    ]
+    name = json.dumps([store, settings.topics_base, settings.plugin_path, security])
     return hashlib.sha256(name.encode()).hexdigest()
 
 
@@ -79,6 +89,9 @@ def _connect(path: Path, timeout: float | None) -> socket.socket:
     try:
         sock.settimeout(_CONNECT_TIMEOUT_S)
         sock.connect(str(path))
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        if struct.unpack("3i", creds)[1] != os.getuid():  # a socket another user planted: never talk to it
+            raise ConnectionRefusedError(f"{path} is served by another user")
     except OSError:
         sock.close()
         raise

@@ -81,7 +81,7 @@ def test_connect_run_hands_a_sync_to_the_warm_pool_worker(
     ]
     assert sink.read_text() == "one\ntwo\n"
     log = worker_files(runtime.settings.home, "warm")[2].read_text()
-    assert "runs fileSourceConnector, fileSinkConnector" in log
+    assert "runs 'fileSourceConnector-0', 'fileSinkConnector-0'" in log
 
     with source.open("a") as f:  # the next sync carries on from the committed position
         f.write("three\n")
@@ -112,6 +112,8 @@ def test_the_worker_refuses_hostile_or_foreign_requests_and_keeps_serving(
         json.dumps({"op": "run", "fingerprint": mark, "names": ["a"] * 1001}).encode() + b"\n",
         json.dumps({"op": "run", "fingerprint": mark, "names": ["a"], "task": "0; drop"}).encode() + b"\n",
         json.dumps({"op": "run", "fingerprint": "another store", "names": ["a"]}).encode() + b"\n",
+        json.dumps({"op": "run", "fingerprint": mark, "names": ["a"], "tasks": [["a", 0], ["a", 0]]}).encode() + b"\n",
+        b"[" * 200_000 + b"\n",  # nested past the JSON parser's depth
     ]
     for raw in hostile:
         answer = _ask(worker, raw)
@@ -122,6 +124,42 @@ def test_the_worker_refuses_hostile_or_foreign_requests_and_keeps_serving(
     assert runtime.connectors.last_runs("fileSourceConnector", limit=1) == []
     assert find_worker(runtime.settings.home, "another store") is None
     assert find_worker(runtime.settings.home, mark) == worker
+
+    # A task that does not exist is not found, and moves nothing (no rebalance over stale heartbeats);
+    # a name that is no task is never written to the log as it is (no forged log lines).
+    before = runtime.pools.assignment()
+    forged = "x\n2026-01-01 00:00:00 ERROR __main__: FORGED"
+    request = {"op": "run", "fingerprint": mark, "names": ["fileSourceConnector", forged]}
+    answer = _ask(worker, json.dumps({**request, "tasks": [["fileSourceConnector", 7]]}).encode() + b"\n")
+    assert answer["code"] == "not_found" and "fileSourceConnector-7" in answer["error"]
+    assert runtime.pools.assignment() == before
+    assert "FORGED" not in worker_files(runtime.settings.home, "warm")[2].read_text()
+    # An explicit master that is no registered pool's: refused, the caller runs it (as its own client).
+    assert run_on_worker(worker, mark, ["fileSourceConnector"], master="sc://127.0.0.1:1/;token=t") is None
+    assert runtime.connectors.last_runs("fileSourceConnector", limit=1) == []
+
+    # A client trickling its request a byte at a time holds its slot for the read deadline, no longer.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow:
+        slow.connect(str(worker))
+        started, closed = time.monotonic(), False
+        for byte in b'{"op": "ping"' * 4:
+            try:
+                slow.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(1.0)
+            slow.settimeout(0.01)
+            try:
+                if slow.recv(4096) == b"":
+                    closed = True
+                    break
+            except TimeoutError:
+                pass
+            except OSError:
+                closed = True
+                break
+        assert closed and time.monotonic() - started < 20, "a trickling client kept its connection"
 
     # a client that connects and says nothing holds no thread for long, and blocks nobody meanwhile
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
