@@ -43,7 +43,7 @@ from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.runtime.validation import connector_config_model
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
 from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
-from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, RetriableError
+from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
 from connect_core.sdk.testing import faults as _faults
 
@@ -147,16 +147,23 @@ class TaskRunner:
         self._pool = pool  # where this runner runs; acquire fences it when the task is assigned elsewhere
 
     def run(self, connector: str, task_id: int) -> RunResult:
-        """Run the task once. Never raises for a task failure: the result says FAILED."""
-        info = self._connectors.get(connector)
-        if info.target_state != "RUNNING":
-            return RunResult(connector, task_id, "SKIPPED", message=f"connector is {info.target_state}")
+        """Run the task once. Never raises for a task failure: the result says FAILED (and a task
+        that does not exist, or no longer does, is a FAILED `config` result: the other tasks of the
+        same launch keep theirs)."""
         try:
+            info = self._connectors.get(connector)
+            if info.target_state != "RUNNING":
+                return RunResult(connector, task_id, "SKIPPED", message=f"connector is {info.target_state}")
             lease = self._runs.acquire(connector, task_id, self._lease_seconds, pool=self._pool)
         except TaskBusyError as exc:
             return RunResult(connector, task_id, "BUSY", message=str(exc))
         except FencedError as exc:
             return RunResult(connector, task_id, "FENCED", message=str(exc))
+        except NotFoundError as exc:
+            return RunResult(connector, task_id, "FAILED", message=f"NotFoundError: {exc}", error_kind="config")
+        if lease.target_state != "RUNNING":  # paused or stopped between the read above and the lease
+            self._runs.finish(lease, "ABANDONED", f"connector is {lease.target_state}", {})
+            return RunResult(connector, task_id, "SKIPPED", message=f"connector is {lease.target_state}")
         result = RunResult(connector, task_id, "RUNNING", lease.run_id, lease.generation)
         heartbeat = _Heartbeat(self._runs, lease, self._lease_seconds)
         heartbeat.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import func, select
 
 from connect_core.runtime.context import Runtime
@@ -138,3 +139,23 @@ def test_paused_connector_is_skipped(runner: TaskRunner, runtime: Runtime, tmp_p
     runtime.connectors.set_target_state("fileSourceConnector", "PAUSED")
     assert runner.run("fileSourceConnector", 0).state == "SKIPPED"
     assert _count(runtime, TaskRunRow) == 0
+
+
+def test_a_task_gone_is_a_failed_result_and_a_pause_before_the_lease_runs_nothing(
+    runner: TaskRunner, runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch of several tasks keeps every outcome: one whose connector is gone is FAILED (`config`),
+    not an exception that loses the others'. A pause committed between the runner's look and its lease
+    runs nothing: the lease's own read of the target state decides."""
+    gone = runner.run("noSuchConnector", 0)
+    assert (gone.state, gone.error_kind) == ("FAILED", "config") and "noSuchConnector" in gone.message
+
+    source, _ = file_pair(runtime, tmp_path)
+    source.write_text("a line\n")
+    stale = runtime.connectors.get("fileSourceConnector")  # read while RUNNING …
+    runtime.connectors.set_target_state("fileSourceConnector", "PAUSED")  # … paused right after
+    monkeypatch.setattr(runtime.connectors, "get", lambda name: stale)
+    skipped = runner.run("fileSourceConnector", 0)
+    assert skipped.state == "SKIPPED" and "PAUSED" in skipped.message
+    assert [r["state"] for r in runtime.connectors.last_runs("fileSourceConnector")] == ["ABANDONED"]
+    assert _count(runtime, TopicSegmentRow) == 0 and _count(runtime, SourcePositionRow) == 0
