@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from connect_core.runtime.execution.runs import TaskBusyError
+from connect_core.runtime.cluster.runs import TaskBusyError
 from connect_core.runtime.security import mask_text
 from connect_core.runtime.store import db
 from connect_core.runtime.store.db import check_storable

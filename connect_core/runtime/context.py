@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 from connect_core.runtime.airflow_client import AirflowClient
 from connect_core.runtime.cluster.allocation import PREFERRED_POOL_KEY
 from connect_core.runtime.cluster.pools import PoolStore
-from connect_core.runtime.execution.runs import RunStore
+from connect_core.runtime.cluster.runs import RunStore
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.security import ConfigProviders
 from connect_core.runtime.security.limits import ShapeError, check_json_shape

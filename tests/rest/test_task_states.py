@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
+from connect_core.runtime.cluster.runs import CommitRequest
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.runs import CommitRequest
 from tests.rest.conftest import Served
 
 

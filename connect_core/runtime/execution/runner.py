@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from connect_core.runtime.execution.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
+from connect_core.runtime.cluster.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.processing.apply import (
     SinkTransformed,

@@ -9,8 +9,8 @@ from sqlalchemy import func, select, text
 
 from connect_core.runtime.cluster.allocation import Work
 from connect_core.runtime.cluster.pools import PoolStore
+from connect_core.runtime.cluster.runs import CommitRequest
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.runs import CommitRequest
 from connect_core.runtime.store.models import RebalanceLogRow
 from connect_core.sdk import FencedError, SourcePosition
 from connect_core.sdk.errors import ConfigError

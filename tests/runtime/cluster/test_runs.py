@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, text
 
+from connect_core.runtime.cluster.runs import CommitRequest, TaskBusyError
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.runs import CommitRequest, TaskBusyError
 from connect_core.runtime.store.models import SourcePositionRow, TaskRunRow
 from connect_core.sdk import FencedError, SourcePosition
 from tests.conftest import file_pair
