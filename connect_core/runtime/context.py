@@ -23,6 +23,7 @@ from connect_core.runtime.spark.conf_policy import SparkConfPolicy
 from connect_core.runtime.store import migrate
 from connect_core.runtime.store.connectors import ConnectorInfo, ConnectorStore, Page
 from connect_core.runtime.store.db import database_url, make_engine, masked_url
+from connect_core.runtime.store.states import TargetState
 from connect_core.runtime.topics.store import TopicStore
 from connect_core.runtime.validation import claim_conflicts, validate_connector
 from connect_core.sdk.errors import ConfigError, RetriableError
@@ -81,7 +82,9 @@ class Runtime:
     def pools(self) -> PoolStore:
         return PoolStore(self.engine, SparkConfPolicy.from_settings(self.settings))
 
-    def create_connector(self, name: str, config: Mapping[str, Any], target_state: str = "RUNNING") -> ConnectorInfo:
+    def create_connector(
+        self, name: str, config: Mapping[str, Any], target_state: str = TargetState.RUNNING
+    ) -> ConnectorInfo:
         """Validate `config`, split it into tasks and store it (all or nothing); place its tasks on pools."""
         check_new_name(name)  # only new names: one stored before the rule can still be updated
         info = self.connectors.create(name, target_state=target_state, **self.validated(name, config))
@@ -109,7 +112,10 @@ class Runtime:
         """The Spark settings the connector's plugin asks for (e.g. its JDBC driver's jar)."""
         info = self.connectors.get(name)
         plugin: Any = self.registry.resolve(info.connector_class).cls
-        return dict(plugin().spark_conf(plugin.config_model.model_validate(info.config)))
+        # Its driver jars checked again here, right before Spark: the stored config may predate the rule
+        # or the settings, and a symlink may have been swapped since create. The plugin gets real paths.
+        config = AllowedPaths.from_settings(self.settings).jars.confine(plugin.config_model, info.config)
+        return dict(plugin().spark_conf(plugin.config_model.model_validate(config)))
 
     def alter_sink_offsets(self, name: str, changes: Mapping[TopicPartition, int | None]) -> None:
         """Alter a sink's committed offsets (STOPPED connector) and tell its plugin."""
@@ -194,10 +200,10 @@ class Runtime:
         """
         self.connectors.set_target_state(name, state)
         client = AirflowClient.from_settings(self.settings)
-        if client is None or state == "STOPPED":  # STOPPED: the DAG loses its schedule at the next parse
+        if client is None or state == TargetState.STOPPED:  # STOPPED: the DAG loses its schedule at the next parse
             return None
         try:
-            client.set_paused(name, state == "PAUSED")
+            client.set_paused(name, state == TargetState.PAUSED)
         except RetriableError as exc:
             log.warning("connector `%s` is %s, but its DAG was not updated: %s", name, state, exc)
             return str(exc)

@@ -1,6 +1,6 @@
 """The connector SDK: everything a connector author imports, and nothing of the runtime."""
 
-from connect_core.sdk._paths import LocalPath
+from connect_core.sdk._paths import DriverJar, LocalPath
 from connect_core.sdk._regex import compile_user_regex
 from connect_core.sdk._spark import is_connect
 from connect_core.sdk.config import (
@@ -72,6 +72,7 @@ __all__ = [
     "ConnectorConfig",
     "ConnectorType",
     "DataError",
+    "DriverJar",
     "ErrantRecordReporter",
     "ErrantRecords",
     "FatalError",

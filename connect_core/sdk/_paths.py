@@ -17,25 +17,31 @@ from typing import Annotated, Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-__all__ = ["LocalPath", "local_path_fields"]
+__all__ = ["DriverJar", "LocalPath", "driver_jar_fields", "local_path_fields"]
 
 
 @dataclass(frozen=True)
-class _LocalPathMarker:
+class _Marker:
     """Metadata pydantic ignores and the runtime looks for."""
 
+    kind: str
 
-_MARKER = _LocalPathMarker()
+
+_MARKER = _Marker("local path")
+_JAR = _Marker("driver jar")
 
 LocalPath = Annotated[str, _MARKER]
+#: A JDBC driver jar (code Spark loads): one `.jar` under the worker's `jdbc_driver_paths`, never
+#: where file connectors may write; the runtime checks it at create and again right before Spark.
+DriverJar = Annotated[str, _JAR]
 
 
-def _mentions_marker(annotation: Any) -> bool:
-    """Whether `annotation` is, or contains (`X | None`, `list[X]`), a `LocalPath`."""
+def _mentions_marker(annotation: Any, marker: _Marker = _MARKER) -> bool:
+    """Whether `annotation` is, or contains (`X | None`, `list[X]`), one marked `marker`."""
     stack = [annotation]
     while stack:
         tp = stack.pop()
-        if typing.get_origin(tp) is Annotated and _MARKER in tp.__metadata__:
+        if typing.get_origin(tp) is Annotated and marker in tp.__metadata__:
             return True
         stack.extend(typing.get_args(tp))
     return False
@@ -55,8 +61,17 @@ def _keys(name: str, info: FieldInfo) -> tuple[str, ...]:
 
 def local_path_fields(model: type[BaseModel]) -> list[tuple[str, ...]]:
     """The keys of each `LocalPath` field of a config model (first: the key errors name)."""
+    return _marked(model, _MARKER)
+
+
+def driver_jar_fields(model: type[BaseModel]) -> list[tuple[str, ...]]:
+    """The keys of each `DriverJar` field of a config model (first: the key errors name)."""
+    return _marked(model, _JAR)
+
+
+def _marked(model: type[BaseModel], marker: _Marker) -> list[tuple[str, ...]]:
     return [
         _keys(name, info)
         for name, info in model.model_fields.items()
-        if _MARKER in info.metadata or _mentions_marker(info.annotation)
+        if marker in info.metadata or _mentions_marker(info.annotation, marker)
     ]

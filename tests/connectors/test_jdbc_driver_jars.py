@@ -59,7 +59,8 @@ def test_a_driver_link_swapped_after_create_fails_the_run(
     runtime: Runtime, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drivers = tmp_path_factory.mktemp("drivers")
-    monkeypatch.setenv("CONNECT_JDBC_DRIVER_PATHS", str(drivers))
+    monkeypatch.setenv("CONNECT_JDBC_DRIVER_PATHS", str(drivers))  # the worker's setting, as it started
+    monkeypatch.setattr(runtime, "settings", runtime.settings.model_copy(update={"jdbc_driver_paths": str(drivers)}))
     (drivers / "driver-1.0.jar").write_bytes(b"PK\x05\x06" + bytes(18))
     link = drivers / "driver.jar"
     link.symlink_to(drivers / "driver-1.0.jar")

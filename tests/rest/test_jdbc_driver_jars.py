@@ -32,12 +32,18 @@ def _refused(client: httpx.Client, plugin: str, jar: str, *words: str) -> None:
         assert word in created.text, (jar, word, created.text)
 
 
+def allow_drivers(runtime: Runtime, monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """The worker setting `jdbc_driver_paths`, as the served runtime was started with it."""
+    monkeypatch.setenv("CONNECT_JDBC_DRIVER_PATHS", str(path))
+    monkeypatch.setattr(runtime, "settings", runtime.settings.model_copy(update={"jdbc_driver_paths": str(path)}))
+
+
 @pytest.fixture
-def drivers(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def drivers(runtime: Runtime, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A driver directory the operator allows (beside the test's `file.allowed.paths`, not in it)."""
     path = tmp_path_factory.mktemp("drivers")
     (path / "driver-1.0.jar").write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip: never loaded here
-    monkeypatch.setenv("CONNECT_JDBC_DRIVER_PATHS", str(path))
+    allow_drivers(runtime, monkeypatch, path)
     return path
 
 
@@ -105,10 +111,10 @@ def test_symlinks_are_judged_by_their_target(
 
 
 def test_a_driver_path_that_file_connectors_may_write_allows_no_jar(
-    api: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    api: Served, runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An operator listing a `file.allowed.paths` directory in `jdbc_driver_paths` too reopens nothing."""
-    monkeypatch.setenv("CONNECT_JDBC_DRIVER_PATHS", str(tmp_path))
+    allow_drivers(runtime, monkeypatch, tmp_path)
     (tmp_path / "driver.jar").write_bytes(b"PK\x05\x06" + bytes(18))
     with httpx.Client(base_url=api.url, timeout=30) as client:
         _refused(client, "JdbcSourceConnector", str(tmp_path / "driver.jar"), "file.allowed.paths")

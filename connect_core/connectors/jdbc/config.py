@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from connect_core.connectors.jdbc.dialects import dialect_for, parse_identifier
+from connect_core.sdk._paths import DriverJar
 from connect_core.sdk.config import (
     ConnectorConfig,
     SinkConnectorConfig,
@@ -51,7 +52,7 @@ class JdbcConnectionConfig(ConnectorConfig):
         alias="connection.password",
         description="Password (masked; `${env:VAR}` keeps it out of the store).",
     )
-    connection_jar: str | None = Field(
+    connection_jar: DriverJar | None = Field(
         default=None,
         alias="connection.jar",
         description=(

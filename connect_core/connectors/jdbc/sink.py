@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.jdbc import _staging
-from connect_core.connectors.jdbc._driver_jar import DriverJars
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialects import dialect_for, lineage_datasets
 from connect_core.connectors.jdbc.targets import BadRow, target_for
@@ -126,10 +125,6 @@ class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):
 
     config_model = JdbcSinkConfig
     task_class = JdbcSinkTask
-
-    def validate(self, config: JdbcSinkConfig) -> dict[str, list[str]]:
-        # The sink loads no jar today; its `connection.jar` is held to the source's rule all the same.
-        return {**super().validate(config), **DriverJars.from_env().problems(config.connection_jar)}
 
     def lineage(self, config: JdbcSinkConfig) -> list[LineageDataset]:
         """The tables `table.name.format` names for the topics; unknown when a transform (a router)

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from connect_core.connectors.jdbc._driver_jar import DriverJars
 from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
 from connect_core.connectors.jdbc.config import JdbcSourceConfig
 from connect_core.connectors.jdbc.dialects import driver_jars, lineage_datasets, parse_identifier
@@ -317,11 +316,6 @@ class JdbcSourceConnector(SourceConnector[JdbcSourceConfig]):
             return [config.topic_prefix]
         return [config.topic_prefix + parse_identifier(t, "table")[-1] for t in config.table_whitelist]
 
-    def validate(self, config: JdbcSourceConfig) -> dict[str, list[str]]:
-        return {**super().validate(config), **DriverJars.from_env().problems(config.connection_jar)}
-
     def spark_conf(self, config: JdbcSourceConfig) -> dict[str, str]:
-        # Checked again here, in the worker right before spark-submit: the stored config may predate the
-        # rule or the settings, and a symlink may have been swapped since create. Spark gets the real path.
-        jar = DriverJars.from_env().real_path(config.connection_jar) if config.connection_jar is not None else None
-        return {"spark.jars": ",".join(driver_jars(config.connection_url, jar))}
+        # `connection.jar` is a `DriverJar`: the runtime hands it here checked, as its real path.
+        return {"spark.jars": ",".join(driver_jars(config.connection_url, config.connection_jar))}

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from connect_core.runtime.security.driver_jars import DriverJars
 from connect_core.runtime.security.providers import placeholders
 from connect_core.sdk._paths import local_path_fields
 from connect_core.sdk.errors import ConfigError
@@ -39,8 +40,11 @@ class AllowedPaths:
         *,
         runtime_dirs: Iterable[Path | str] = (),
         pools: Mapping[str, Iterable[Path | str]] | None = None,
+        driver_dirs: Iterable[Path | str] = (),
     ) -> None:
         self.dirs = tuple(Path(os.path.realpath(d)) for d in dirs)
+        #: `DriverJar` fields: jars under these (`jdbc_driver_paths`), never under `dirs`.
+        self.jars = DriverJars(driver_dirs, self.dirs)
         #: At create: the directories each pool's worker allows, for the pools that recorded theirs
         #: (`connect airflow up` does): the tasks run there, so a path must be allowed there too.
         self.pools = {name: tuple(Path(os.path.realpath(d)) for d in ds) for name, ds in (pools or {}).items()}
@@ -51,11 +55,15 @@ class AllowedPaths:
 
     @classmethod
     def from_settings(cls, settings: Any) -> AllowedPaths:
-        return cls(settings.allowed_file_dirs(), runtime_dirs=settings.runtime_data_dirs())
+        return cls(
+            settings.allowed_file_dirs(),
+            runtime_dirs=settings.runtime_data_dirs(),
+            driver_dirs=DriverJars.from_settings(settings).driver_dirs,
+        )
 
     def where_tasks_run(self, pools: Mapping[str, Iterable[Path | str]]) -> AllowedPaths:
         """These directories, and at create also those of `pools` (pool → its worker's directories)."""
-        return AllowedPaths(self.dirs, runtime_dirs=self.runtime_dirs, pools=pools)
+        return AllowedPaths(self.dirs, runtime_dirs=self.runtime_dirs, pools=pools, driver_dirs=self.jars.driver_dirs)
 
     @classmethod
     def from_env(cls) -> AllowedPaths:
@@ -104,6 +112,8 @@ class AllowedPaths:
                     problem = self._outside_a_pool(value, real)
                 if problem:
                     errors.setdefault(keys[0], []).append(problem)
+        for key, problems in self.jars.problems(model, config).items():
+            errors.setdefault(key, []).extend(problems)
         return errors
 
     def _outside_a_pool(self, value: str, real: str) -> str | None:
@@ -125,9 +135,9 @@ class AllowedPaths:
         )
 
     def confine(self, model: type[BaseModel], config: Mapping[str, Any]) -> dict[str, Any]:
-        """Where the task runs: a copy of the (resolved) `config` whose `LocalPath` values are their real
-        paths, so the task opens what was checked; ConfigError when one is not allowed."""
-        confined = dict(config)
+        """Where the task runs: a copy of the (resolved) `config` whose `LocalPath` and `DriverJar` values
+        are their real paths, so the task opens what was checked; ConfigError when one is not allowed."""
+        confined = self.jars.confine(model, config)
         for keys in local_path_fields(model):
             for key in keys:
                 value = confined.get(key)

@@ -11,8 +11,9 @@ One path, in a narrow alphabet: Spark splits `spark.jars` on `,` and a classpath
 path as a URI (`#`, `%`), so nothing a user writes can become a second path. No `${provider:…}`
 placeholder either: the jar reaches spark-submit from the stored config, which no provider fills.
 
-Checked at create (the connectors' `validate`) and again where the jar reaches Spark (`spark_conf`,
-in the worker, right before spark-submit), which hands Spark the real path that was checked.
+A connector marks such a field `DriverJar` (connect_core.sdk). It is checked at create (validation,
+through `AllowedPaths`) and again where the jar reaches Spark (`Runtime.spark_conf_for`, in the
+worker right before spark-submit), which hands the plugin's `spark_conf` the real path that was checked.
 """
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from connect_core.sdk._paths import driver_jar_fields
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["KEY", "SETTING", "DriverJars"]
+__all__ = ["SETTING", "DriverJars"]
 
-KEY = "connection.jar"
 SETTING = "jdbc_driver_paths"
 _ENV = "CONNECT_JDBC_DRIVER_PATHS"
 _FILE_SETTING = "file.allowed.paths"
@@ -49,13 +52,6 @@ class DriverJars:
     def from_settings(cls, settings: Any) -> DriverJars:
         dirs = [d.strip() for d in str(settings.jdbc_driver_paths).split(",") if d.strip()]
         return cls(dirs, settings.allowed_file_dirs())
-
-    @classmethod
-    def from_env(cls) -> DriverJars:
-        """This process's settings (CONNECT_JDBC_DRIVER_PATHS, CONNECT_FILE_ALLOWED_PATHS)."""
-        from connect_core.runtime.settings import Settings
-
-        return cls.from_settings(Settings())
 
     def resolve(self, value: str) -> tuple[str | None, str | None]:
         """`(real path, None)` when `value` names an allowed driver jar, else `(None, why)`."""
@@ -91,16 +87,28 @@ class DriverJars:
             return None, f"`{shown}` is not a regular file on this worker"
         return real, None
 
-    def problems(self, value: str | None) -> dict[str, list[str]]:
-        """At create: the problem with a `connection.jar` value, by key (none: {})."""
-        if value is None:
-            return {}
-        _real, problem = self.resolve(value)
-        return {KEY: [problem]} if problem else {}
+    def problems(self, model: type[BaseModel], config: Mapping[str, Any]) -> dict[str, list[str]]:
+        """At create: the problems of every `DriverJar` value in `config`, by the field's key."""
+        errors: dict[str, list[str]] = {}
+        for keys in driver_jar_fields(model):
+            for key in keys:
+                value = config.get(key)
+                if isinstance(value, str):
+                    _real, problem = self.resolve(value)
+                    if problem:
+                        errors.setdefault(keys[0], []).append(problem)
+        return errors
 
-    def real_path(self, value: str) -> str:
-        """Where the jar reaches Spark: the real path of `value`, checked; ConfigError when it is refused."""
-        real, problem = self.resolve(value)
-        if real is None:
-            raise ConfigError(f"config `{KEY}`: {problem}", {KEY: [str(problem)]})
-        return real
+    def confine(self, model: type[BaseModel], config: Mapping[str, Any]) -> dict[str, Any]:
+        """Where the jar reaches Spark: a copy of `config` whose `DriverJar` values are their real paths,
+        checked again; ConfigError when one is refused."""
+        confined = dict(config)
+        for keys in driver_jar_fields(model):
+            for key in keys:
+                value = confined.get(key)
+                if isinstance(value, str):
+                    real, problem = self.resolve(value)
+                    if real is None:
+                        raise ConfigError(f"config `{key}`: {problem}", {key: [str(problem)]})
+                    confined[key] = real
+        return confined
