@@ -50,6 +50,7 @@ from connect_core.runtime.security import mask_config
 from connect_core.runtime.settings import Settings
 from connect_core.runtime.store.db import database_url, make_engine
 from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, TaskConfigRow
+from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.config import (
     CRON_PRESETS,
     ConnectorConfig,
@@ -265,11 +266,11 @@ def _dag(
 ) -> DAG:
     dag = DAG(
         dag_id=dag_id_for(name),
-        schedule=None if target_state == "STOPPED" else _schedule(type_, model),
+        schedule=None if target_state == TargetState.STOPPED else _schedule(type_, model),
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        is_paused_upon_creation=target_state == "PAUSED",
+        is_paused_upon_creation=target_state == TargetState.PAUSED,
         tags=["connect", type_, connector_class],
         doc_md=_doc(name, connector_class, type_, config, target_state, task_count, outputs),
         default_args={

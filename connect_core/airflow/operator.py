@@ -50,6 +50,7 @@ from connect_core.runtime.lineage import run_lineage
 from connect_core.runtime.security import mask_text, masker
 from connect_core.runtime.spark.conf import merge_spark_conf, spark_conf, split_secret_conf
 from connect_core.runtime.spark.connect import public_master, token_of
+from connect_core.runtime.store.states import TargetState
 from connect_core.runtime.topics.store import Segment
 from connect_core.sdk.errors import ConfigError, FatalError
 
@@ -143,7 +144,7 @@ class ConnectTaskOperator(SparkSubmitOperator):
         try:
             info = runtime.connectors.get(self.connector)
             self._source = info.type == "source"
-            if info.target_state != "RUNNING":
+            if info.target_state != TargetState.RUNNING:
                 raise AirflowSkipException(f"connector `{self.connector}` is {info.target_state}")
             if self.precheck and self._nothing_new(runtime):
                 raise AirflowSkipException("nothing new since the last commit: Spark not started")

@@ -25,6 +25,7 @@ import anyio
 
 from connect_core.runtime.airflow_client import connector_for_dag, dag_id_for
 from connect_core.runtime.store.connectors import ConnectorStore
+from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.errors import NotFoundError
 
 __all__ = ["DagPauseMirror", "mirror_pause"]
@@ -40,6 +41,12 @@ _DAGS_PATH = re.compile(r"/api/v2/dags(?:/[^/]+)?/?")
 #: Largest PATCH answer buffered for inspection (a bulk pause of many DAGs); a bigger one passes as is.
 _MAX_BODY = 4 * 1024 * 1024
 
+#: (target state, whether its DAG is now paused) → the target state that follows the DAG's pause.
+_FOLLOWING_PAUSE: dict[tuple[str, bool], TargetState] = {
+    (TargetState.RUNNING, True): TargetState.PAUSED,
+    (TargetState.PAUSED, False): TargetState.RUNNING,
+}
+
 
 def mirror_pause(store: ConnectorStore, dag_id: str, paused: bool) -> str | None:
     """Set the target state of the connector of `dag_id` to follow its DAG's pause: RUNNING → PAUSED,
@@ -48,7 +55,7 @@ def mirror_pause(store: ConnectorStore, dag_id: str, paused: bool) -> str | None
     if name is None:
         return None
     state = store.get(name).target_state
-    wanted = {("RUNNING", True): "PAUSED", ("PAUSED", False): "RUNNING"}.get((state, paused))
+    wanted = _FOLLOWING_PAUSE.get((state, paused))
     if wanted is None:
         return None
     store.set_target_state(name, wanted)

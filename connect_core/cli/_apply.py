@@ -34,6 +34,7 @@ from rich.text import Text
 from connect_core.cli._app import OutputOpt, app, backend, err, out, print_json
 from connect_core.runtime.security import mask_text
 from connect_core.runtime.store.db import store_fault
+from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.errors import ConfigError, ConnectError, RetriableError
 
 __all__ = ["MAX_FILE_BYTES", "Manifest", "read_manifests"]
@@ -53,7 +54,7 @@ class Manifest:
     file: str
     name: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
-    initial_state: str = "RUNNING"
+    initial_state: str = TargetState.RUNNING
     problem: str | None = None
 
 
@@ -151,7 +152,7 @@ def _parse(filename: str, body: Any) -> Manifest:
             shown = ", ".join(f"`{_short(k)}`" for k in unknown[:5])
             manifest.problem = f"has key(s) {shown} next to `config`: a Kafka body has only name, config, initial_state"
             return manifest
-        config, state = body["config"], body.get("initial_state", "RUNNING")
+        config, state = body["config"], body.get("initial_state", TargetState.RUNNING)
         if "name" in config and config["name"] != body.get("name"):
             manifest.problem = (
                 f"`config.name` ({_short(config['name'])}) differs from `name` ({_short(body.get('name'))})"

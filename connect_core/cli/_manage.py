@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from connect_core.cli._app import OutputOpt, app, backend, err, load_config, out, print_json
+from connect_core.runtime.store.states import TargetState
 
 ConfigOpt = Annotated[str, typer.Option("--config", "-c", help="JSON file of the connector config, or -")]
 offsets_app = typer.Typer(help="Committed source positions / sink offsets (Kafka's offsets API).", no_args_is_help=True)
@@ -125,19 +126,19 @@ def _set_state(names: list[str], state: str) -> None:
 @app.command()
 def pause(name: str) -> None:
     """Pause a connector: its DAG is paused and its tasks do not run."""
-    _set_state([name], "PAUSED")
+    _set_state([name], TargetState.PAUSED)
 
 
 @app.command()
 def resume(name: str) -> None:
     """Resume a paused or stopped connector."""
-    _set_state([name], "RUNNING")
+    _set_state([name], TargetState.RUNNING)
 
 
 @app.command()
 def stop(name: str) -> None:
     """Stop a connector: no runs; config and offsets stay (unlike RocketMQ's stop, it can be resumed)."""
-    _set_state([name], "STOPPED")
+    _set_state([name], TargetState.STOPPED)
 
 
 @app.command("stop-all")
@@ -145,7 +146,7 @@ def stop_all() -> None:
     """Stop every connector."""
     with backend() as svc:
         names = svc.names()
-    _set_state(names, "STOPPED")
+    _set_state(names, TargetState.STOPPED)
 
 
 @app.command()

@@ -10,9 +10,13 @@ import httpx
 
 from connect_core.runtime.security.urls import mask_url_credentials
 from connect_core.runtime.store.connectors import ConnectorExistsError
+from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
 
 __all__ = ["RestClient"]
+
+#: The endpoint that sets each target state (`PUT /connectors/{name}/<verb>`).
+_STATE_VERBS: dict[str, str] = {TargetState.PAUSED: "pause", TargetState.RUNNING: "resume", TargetState.STOPPED: "stop"}
 
 
 class RestClient:
@@ -100,7 +104,7 @@ class RestClient:
     def runs(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         return list(self._call("GET", f"/connectors/{name}/runs", params={"limit": limit}))
 
-    def create(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict[str, Any]:
+    def create(self, name: str, config: Mapping[str, Any], initial_state: str = TargetState.RUNNING) -> dict[str, Any]:
         body = {"name": name, "config": dict(config), "initial_state": initial_state}
         return dict(self._call("POST", "/connectors", json=body))
 
@@ -109,7 +113,7 @@ class RestClient:
         return resp.status_code == 201, dict(resp.json())
 
     def apply(
-        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = "RUNNING"
+        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = TargetState.RUNNING
     ) -> dict[str, Any]:
         if "/" in name or name in (".", ".."):  # it would name another path (or none) in the URL
             raise ConfigError(f"connector name {name[:60]!r} cannot be sent in a URL path; rename the connector")
@@ -124,7 +128,7 @@ class RestClient:
         self._call("DELETE", f"/connectors/{name}")
 
     def set_state(self, name: str, state: str) -> str | None:
-        verb = {"PAUSED": "pause", "RUNNING": "resume", "STOPPED": "stop"}[state]
+        verb = _STATE_VERBS[state]
         self._call("PUT", f"/connectors/{name}/{verb}")
         return None
 

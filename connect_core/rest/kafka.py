@@ -17,6 +17,7 @@ from connect_core.rest.errors import answer_for, storable_params
 from connect_core.rest.service import ConnectService, server_info
 from connect_core.runtime.management import expand_kinds, expanded_dict
 from connect_core.runtime.store.connectors import Listing
+from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["router"]
@@ -31,7 +32,7 @@ class CreateConnector(BaseModel):
 
     name: str = Field(min_length=1, description="Connector name.")
     config: dict[str, Any] = Field(description="Connector config.")
-    initial_state: str = Field(default="RUNNING", description="RUNNING, PAUSED or STOPPED.")
+    initial_state: str = Field(default=TargetState.RUNNING, description="RUNNING, PAUSED or STOPPED.")
 
 
 class OffsetsBody(BaseModel):
@@ -135,7 +136,9 @@ def apply(
     dry_run: Annotated[
         bool, Query(alias="dryRun", description="Validate and tell what would change; write nothing.")
     ] = False,
-    initial_state: Annotated[str, Query(alias="initialState", description="State of a created connector.")] = "RUNNING",
+    initial_state: Annotated[
+        str, Query(alias="initialState", description="State of a created connector.")
+    ] = TargetState.RUNNING,
 ) -> dict[str, Any]:
     """`{"name", "action": created|updated|unchanged, "changed": [keys], "type", "tasks"}`: 201 when
     created; an unchanged config writes nothing (no new config version: running tasks go on)."""
@@ -196,19 +199,19 @@ def restart(
 
 @router.put("/connectors/{connector}/pause", status_code=202, summary="Pause (the DAG is paused)")
 def pause(svc: Svc, connector: str) -> Response:
-    svc.set_state(connector, "PAUSED")
+    svc.set_state(connector, TargetState.PAUSED)
     return Response(status_code=202)
 
 
 @router.put("/connectors/{connector}/resume", status_code=202, summary="Resume")
 def resume(svc: Svc, connector: str) -> Response:
-    svc.set_state(connector, "RUNNING")
+    svc.set_state(connector, TargetState.RUNNING)
     return Response(status_code=202)
 
 
 @router.put("/connectors/{connector}/stop", status_code=204, summary="Stop (no runs; config and offsets stay)")
 def stop(svc: Svc, connector: str) -> Response:
-    svc.set_state(connector, "STOPPED")
+    svc.set_state(connector, TargetState.STOPPED)
     return Response(status_code=204)
 
 

@@ -33,6 +33,7 @@ from connect_core.runtime.management import expanded_dict
 from connect_core.runtime.security import mask_config
 from connect_core.runtime.store.connectors import Listing
 from connect_core.runtime.store.db import check_storable
+from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
 __all__ = ["prefixed_router", "router"]
@@ -174,19 +175,19 @@ def _pause_all(svc: ConnectService, state: str) -> str:
 @_route("GET", "/connectors/stop/all")
 def stop_all(svc: Svc) -> str:
     """Stop every connector (config and positions are kept)."""
-    return _pause_all(svc, "STOPPED")
+    return _pause_all(svc, TargetState.STOPPED)
 
 
 @_route("GET", "/connectors/pause/all")
 def pause_all(svc: Svc) -> str:
     """Pause every connector."""
-    return _pause_all(svc, "PAUSED")
+    return _pause_all(svc, TargetState.PAUSED)
 
 
 @_route("GET", "/connectors/resume/all")
 def resume_all(svc: Svc) -> str:
     """Resume every connector."""
-    return _pause_all(svc, "RUNNING")
+    return _pause_all(svc, TargetState.RUNNING)
 
 
 async def _json_config(request: Request) -> dict[str, Any]:
@@ -229,21 +230,21 @@ def get_or_create(svc: Svc, name: str, config: Annotated[str | None, Query()] = 
 @_route("GET", "/connectors/{name}/stop")
 def stop(svc: Svc, name: str) -> str:
     """Stop a connector (unlike RocketMQ, its config is kept: resume brings it back)."""
-    svc.set_state(name, "STOPPED")
+    svc.set_state(name, TargetState.STOPPED)
     return "success"
 
 
 @_route("GET", "/connectors/{name}/pause")
 def pause(svc: Svc, name: str) -> str:
     """Pause a connector."""
-    svc.set_state(name, "PAUSED")
+    svc.set_state(name, TargetState.PAUSED)
     return "success"
 
 
 @_route("GET", "/connectors/{name}/resume")
 def resume(svc: Svc, name: str) -> str:
     """Resume a connector."""
-    svc.set_state(name, "RUNNING")
+    svc.set_state(name, TargetState.RUNNING)
     return "success"
 
 

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from sqlalchemy import text
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.store.states import RunState
 from connect_core.runtime.topics.files import SPARK_SCHEMA_KEY
 from connect_core.sdk.connector import LineageDataset
 from connect_core.sdk.transforms import is_value_column
@@ -65,7 +66,7 @@ def run_lineage(runtime: Runtime, connector: str, task_id: int) -> RunLineage:
     config = plugin_cls.config_model.model_validate(info.config)  # as stored: secrets stay placeholders
     named: list[LineageDataset] = list(plugin.lineage(config))
     runs = runtime.connectors.last_runs(connector, 1, task_id)
-    run = runs[0] if runs and runs[0]["state"] == "SUCCEEDED" else None
+    run = runs[0] if runs and runs[0]["state"] == RunState.SUCCEEDED else None
     topics_ns = f"connect://{runtime.topics.cluster_id()}"
     transformed = bool(str(info.config.get("transforms") or "").strip())
     if info.type == "source":

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
+from connect_core.runtime.store.states import ConnectorState, RunState
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SourcePosition, TopicPartition
@@ -99,12 +100,14 @@ class RunStore:
             now = s.scalars(select(func.now())).one()
             for other in s.scalars(
                 select(TaskRunRow).where(
-                    TaskRunRow.connector == connector, TaskRunRow.task_id == task_id, TaskRunRow.state == "RUNNING"
+                    TaskRunRow.connector == connector,
+                    TaskRunRow.task_id == task_id,
+                    TaskRunRow.state == RunState.RUNNING,
                 )
             ):
                 if other.lease_expires_at > now and not _holder_died(other.worker_id):
                     raise TaskBusyError(_busy_message(connector, task_id, other))
-                other.state, other.finished_at = "ABANDONED", now
+                other.state, other.finished_at = RunState.ABANDONED, now
                 other.error = "lease expired without a commit; the task was taken over by a newer run"
             task.generation += 1
             task_count = s.scalar(select(func.count()).where(TaskConfigRow.connector == connector)) or 1
@@ -112,7 +115,7 @@ class RunStore:
                 connector=connector,
                 task_id=task_id,
                 generation=task.generation,
-                state="RUNNING",
+                state=RunState.RUNNING,
                 worker_id=self.worker_id,
                 lease_expires_at=now + timedelta(seconds=lease_seconds),
                 pool=pool,
@@ -139,7 +142,9 @@ class RunStore:
             now = s.scalars(select(func.now())).one()
             for other in s.scalars(
                 select(TaskRunRow).where(
-                    TaskRunRow.connector == connector, TaskRunRow.task_id == task_id, TaskRunRow.state == "RUNNING"
+                    TaskRunRow.connector == connector,
+                    TaskRunRow.task_id == task_id,
+                    TaskRunRow.state == RunState.RUNNING,
                 )
             ):
                 if other.lease_expires_at > now and not _holder_died(other.worker_id):
@@ -159,7 +164,7 @@ class RunStore:
                 return False
             result = s.execute(
                 update(TaskRunRow)
-                .where(TaskRunRow.id == lease.run_id, TaskRunRow.state == "RUNNING")
+                .where(TaskRunRow.id == lease.run_id, TaskRunRow.state == RunState.RUNNING)
                 .values(heartbeat_at=func.now(), lease_expires_at=func.now() + timedelta(seconds=lease_seconds))
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -176,7 +181,7 @@ class RunStore:
         with self._sessions.begin() as s:
             current = _current_generation(s, lease, lock=True)
             run = s.get(TaskRunRow, lease.run_id, with_for_update=True)
-            if current != lease.generation or run is None or run.state != "RUNNING":
+            if current != lease.generation or run is None or run.state != RunState.RUNNING:
                 raise FencedError(
                     f"run {lease.run_id} of task `{lease.connector}-{lease.task_id}` is fenced: its generation "
                     f"{lease.generation} was superseded by {current}; its output is discarded"
@@ -196,9 +201,9 @@ class RunStore:
             self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
             used = [seg.topic for seg in request.segments] + [tp.topic for tp in request.offsets]
             self._connectors.record_topics(s, lease.connector, used)
-            run.state, run.finished_at, run.stats = "SUCCEEDED", func.now(), dict(request.stats)
+            run.state, run.finished_at, run.stats = RunState.SUCCEEDED, func.now(), dict(request.stats)
             run.staged_paths = []  # committed paths are topic data now, not garbage
-            _set_task_status(s, lease, "RUNNING", None, self.worker_id, request.stats.get("errors"))
+            _set_task_status(s, lease, ConnectorState.RUNNING, None, self.worker_id, request.stats.get("errors"))
             return segments
 
     def commit_checkpoint(
@@ -210,17 +215,17 @@ class RunStore:
                 raise FencedError(f"run {lease.run_id} of task `{lease.connector}-{lease.task_id}` is fenced")
             self._connectors.upsert_sink_offsets(s, lease.connector, offsets, metadata)
 
-    def finish(self, lease: Lease, state: str, error: str | None, stats: Mapping[str, Any]) -> None:
-        """Close a run that did not commit (FAILED or FENCED); positions and offsets stay untouched."""
+    def finish(self, lease: Lease, state: RunState, error: str | None, stats: Mapping[str, Any]) -> None:
+        """Close a run that did not commit (FAILED, FENCED or ABANDONED); positions and offsets stay untouched."""
         with self._sessions.begin() as s:
             run = s.get(TaskRunRow, lease.run_id, with_for_update=True)
-            if run is None or run.state != "RUNNING":
+            if run is None or run.state != RunState.RUNNING:
                 return
             run.state, run.finished_at, run.error, run.stats = state, func.now(), error, dict(stats)
-            if state == "FAILED" and _current_generation(s, lease) == lease.generation:
+            if state == RunState.FAILED and _current_generation(s, lease) == lease.generation:
                 # what it set aside was not committed; its retries did happen
                 retried = {"retried": (stats.get("errors") or {}).get("retried", 0)}
-                _set_task_status(s, lease, "FAILED", error, self.worker_id, retried)
+                _set_task_status(s, lease, ConnectorState.FAILED, error, self.worker_id, retried)
 
     def garbage(self, connector: str, task_id: int) -> list[tuple[int, list[str]]]:
         """Staged paths of this task's runs that ended without committing them."""
@@ -229,7 +234,7 @@ class RunStore:
                 select(TaskRunRow.id, TaskRunRow.staged_paths).where(
                     TaskRunRow.connector == connector,
                     TaskRunRow.task_id == task_id,
-                    TaskRunRow.state.in_(("FAILED", "FENCED", "ABANDONED")),
+                    TaskRunRow.state.in_((RunState.FAILED, RunState.FENCED, RunState.ABANDONED)),
                     func.jsonb_array_length(TaskRunRow.staged_paths) > 0,
                 )
             ).all()
@@ -278,7 +283,12 @@ def _current_generation(s: Session, lease: Lease, lock: bool = False) -> int | N
 
 
 def _set_task_status(
-    s: Session, lease: Lease, state: str, trace: str | None, worker_id: str, errors: Mapping[str, int] | None = None
+    s: Session,
+    lease: Lease,
+    state: ConnectorState,
+    trace: str | None,
+    worker_id: str,
+    errors: Mapping[str, int] | None = None,
 ) -> None:
     """The task's state after a run, its error counts (`errors`) added to the task's totals."""
     values: dict[str, Any] = {"state": state, "trace": trace, "worker_id": worker_id, "last_run_id": lease.run_id}

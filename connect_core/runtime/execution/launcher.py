@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from connect_core.runtime.execution.worker_client import find_worker, fingerprint, run_on_worker
+from connect_core.runtime.store.states import RunState
 
 if TYPE_CHECKING:
     from connect_core.runtime.cluster.rebalancer import Placement
@@ -71,10 +72,11 @@ class Where(StrEnum):
 class State(StrEnum):
     """How a task's run ended, for whoever decides what follows (a retry, a skip, a wait)."""
 
-    SUCCEEDED = "SUCCEEDED"  # committed (perhaps nothing: an empty micro-batch)
-    FAILED = "FAILED"  # nothing committed; `Outcome.retriable` says whether a retry may help
+    # A run that started ends as its record in `task_runs` says (`RunState`), by the same values.
+    SUCCEEDED = RunState.SUCCEEDED  # committed (perhaps nothing: an empty micro-batch)
+    FAILED = RunState.FAILED  # nothing committed; `Outcome.retriable` says whether a retry may help
     BUSY = "BUSY"  # another run holds the task's lease; this one did not start
-    FENCED = "FENCED"  # the task moved (a rebalance, a config change): a newer generation owns it
+    FENCED = RunState.FENCED  # the task moved (a rebalance, a config change): a newer generation owns it
     SKIPPED = "SKIPPED"  # the connector is not RUNNING: nothing to do
 
 
@@ -308,10 +310,10 @@ class Launcher:
         stats = (found or {}).get("stats") or {}
         state = str((found or {}).get("state"))
         cause = f"the runner ({where}) exited with {result.exit_code} before it reported"
-        if found is not None and state in ("SUCCEEDED", "FAILED", "FENCED"):
-            cause = "" if state == "SUCCEEDED" else root_cause(found.get("error") or "") or cause
+        if found is not None and state in (RunState.SUCCEEDED, RunState.FAILED, RunState.FENCED):
+            cause = "" if state == RunState.SUCCEEDED else root_cause(found.get("error") or "") or cause
         else:
-            state = "FAILED"
+            state = RunState.FAILED
             cause += f"; its last output:\n{result.stderr_tail}" if result.stderr_tail else ""
         return Outcome(
             run.connector,

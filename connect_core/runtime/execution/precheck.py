@@ -14,6 +14,7 @@ from typing import Any
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import error_kind
 from connect_core.runtime.security.masking import mask_text
+from connect_core.runtime.store.states import RunState
 from connect_core.sdk.config import SinkConnectorConfig
 from connect_core.sdk.connector import SourceTask, TaskContext
 from connect_core.sdk.errors import ConnectError
@@ -59,6 +60,6 @@ def record_failure(runtime: Runtime, connector: str, task_id: int, exc: BaseExce
         return
     trace = mask_text("".join(traceback.format_exception(exc)))
     try:
-        runtime.runs.finish(lease, "FAILED", trace, {"error_kind": error_kind(exc), "failed_before": "spark"})
+        runtime.runs.finish(lease, RunState.FAILED, trace, {"error_kind": error_kind(exc), "failed_before": "spark"})
     except Exception as down:  # the lease lapses; the next run takes it over
         log.warning("task `%s-%s`: the cause found before Spark is not recorded: %s", connector, task_id, down)

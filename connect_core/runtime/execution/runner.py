@@ -37,6 +37,7 @@ from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.spark.session import explain_failure, prepare_session, release_session, where_it_runs
 from connect_core.runtime.store.connectors import ConnectorStore
+from connect_core.runtime.store.states import RunState, TargetState
 from connect_core.runtime.topics.config import creation_config
 from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics.store import Segment, TopicStore
@@ -152,19 +153,19 @@ class TaskRunner:
         same launch keep theirs)."""
         try:
             info = self._connectors.get(connector)
-            if info.target_state != "RUNNING":
+            if info.target_state != TargetState.RUNNING:
                 return RunResult(connector, task_id, "SKIPPED", message=f"connector is {info.target_state}")
             lease = self._runs.acquire(connector, task_id, self._lease_seconds, pool=self._pool)
         except TaskBusyError as exc:
             return RunResult(connector, task_id, "BUSY", message=str(exc))
         except FencedError as exc:
-            return RunResult(connector, task_id, "FENCED", message=str(exc))
+            return RunResult(connector, task_id, RunState.FENCED, message=str(exc))
         except NotFoundError as exc:
-            return RunResult(connector, task_id, "FAILED", message=f"NotFoundError: {exc}", error_kind="config")
-        if lease.target_state != "RUNNING":  # paused or stopped between the read above and the lease
-            self._runs.finish(lease, "ABANDONED", f"connector is {lease.target_state}", {})
+            return RunResult(connector, task_id, RunState.FAILED, message=f"NotFoundError: {exc}", error_kind="config")
+        if lease.target_state != TargetState.RUNNING:  # paused or stopped between the read above and the lease
+            self._runs.finish(lease, RunState.ABANDONED, f"connector is {lease.target_state}", {})
             return RunResult(connector, task_id, "SKIPPED", message=f"connector is {lease.target_state}")
-        result = RunResult(connector, task_id, "RUNNING", lease.run_id, lease.generation)
+        result = RunResult(connector, task_id, RunState.RUNNING, lease.run_id, lease.generation)
         heartbeat = _Heartbeat(self._runs, lease, self._lease_seconds)
         heartbeat.start()
         started = time.monotonic()
@@ -194,19 +195,19 @@ class TaskRunner:
             self._runs.commit(lease, request)
             _faults.checkpoint("after_commit")
             result.timings["commit_s"] = round(time.monotonic() - commit_started, 3)
-            result.state = "SUCCEEDED"
+            result.state = RunState.SUCCEEDED
             self._record_commit_time(lease.run_id, result.timings["commit_s"])
         except FencedError as exc:
-            result.state, result.message = "FENCED", str(exc)
-            self._finish(lease, "FENCED", str(exc), result)
+            result.state, result.message = RunState.FENCED, str(exc)
+            self._finish(lease, RunState.FENCED, str(exc), result)
             self._discard(spark, staged)
         except Exception as raised:
             trace = mask_text(traceback.format_exc())
             failure = explain_failure(raised, spark)
-            result.state, result.message = "FAILED", mask_text(f"{type(failure).__name__}: {failure}")
+            result.state, result.message = RunState.FAILED, mask_text(f"{type(failure).__name__}: {failure}")
             result.error_kind = error_kind(failure)
             log.error("run %s of `%s-%s` failed: %s", lease.run_id, connector, task_id, result.message)
-            self._finish(lease, "FAILED", trace, result)
+            self._finish(lease, RunState.FAILED, trace, result)
             self._discard(spark, staged)
         finally:
             heartbeat.stop()
@@ -454,7 +455,7 @@ class TaskRunner:
             self._runs.forget_staged(run_id)
             log.info("deleted %d staged path(s) of run %s, which never committed", len(paths), run_id)
 
-    def _finish(self, lease: Lease, state: str, error: str, result: RunResult) -> None:
+    def _finish(self, lease: Lease, state: RunState, error: str, result: RunResult) -> None:
         try:
             stats = {
                 **result.timings,

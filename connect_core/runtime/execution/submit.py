@@ -27,6 +27,7 @@ from connect_core.runtime.spark.conf import merge_spark_conf, secret_properties,
 from connect_core.runtime.spark.conf_policy import check_master
 from connect_core.runtime.spark.connect import REMOTE_ENV, is_connect_master, token_of
 from connect_core.runtime.spark.install import spark_env, spark_submit_path
+from connect_core.runtime.store.states import RunState
 
 if TYPE_CHECKING:
     from connect_core.runtime.cluster.rebalancer import Placement
@@ -55,7 +56,7 @@ RUNNER_MAIN = Path(__file__).with_name("_runner_main.py")
 
 def exit_code(state: str) -> int:
     """The runner's exit code for a run's state: 0 succeeded or skipped, 3 fenced, 1 anything else."""
-    return {"SUCCEEDED": 0, "SKIPPED": 0, "FENCED": 3}.get(state, 1)
+    return {RunState.SUCCEEDED: 0, "SKIPPED": 0, RunState.FENCED: 3}.get(state, 1)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,9 @@ class SubmitResult:
 
     @property
     def state(self) -> str:
-        return str(self.result.get("state") or ("KILLED" if self.exit_code < 0 or self.exit_code == 137 else "FAILED"))
+        return str(
+            self.result.get("state") or ("KILLED" if self.exit_code < 0 or self.exit_code == 137 else RunState.FAILED)
+        )
 
 
 def runner_args(

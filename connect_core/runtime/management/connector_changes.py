@@ -10,8 +10,9 @@ from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
 from connect_core.runtime.context import check_new_name
 from connect_core.runtime.management.connectors import ConnectorReads
 from connect_core.runtime.management.shapes import info_of
-from connect_core.runtime.store.connectors import TARGET_STATES, ConnectorExistsError, ConnectorInfo
+from connect_core.runtime.store.connectors import ConnectorExistsError, ConnectorInfo
 from connect_core.runtime.store.db import check_storable
+from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
 from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 
 __all__ = ["ApplyAction", "ConnectorChanges"]
@@ -28,7 +29,7 @@ class _Unchanged(Exception):
 
 
 class ConnectorChanges(ConnectorReads):
-    def create(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict[str, Any]:
+    def create(self, name: str, config: Mapping[str, Any], initial_state: str = TargetState.RUNNING) -> dict[str, Any]:
         _check_initial_state(initial_state)
         _check_input(name, config)
         created = self.rt.create_connector(name, config, target_state=initial_state)
@@ -60,7 +61,7 @@ class ConnectorChanges(ConnectorReads):
         )
 
     def apply(
-        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = "RUNNING"
+        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = TargetState.RUNNING
     ) -> dict[str, Any]:
         """Make the connector's config `config`, as `kubectl apply` does: create it if missing, replace
         its config if it differs, else leave it as it is (no new config version, no fencing, no
@@ -176,7 +177,11 @@ class ConnectorChanges(ConnectorReads):
         """There is no long-lived connector process to restart: a restart clears FAILED task states
         (so they run again at the next trigger or schedule) and, with Airflow, triggers a run now."""
         status = self.status(name)
-        restarted = [t["id"] for t in status["tasks"] if include_tasks and (not only_failed or t["state"] == "FAILED")]
+        restarted = [
+            t["id"]
+            for t in status["tasks"]
+            if include_tasks and (not only_failed or t["state"] == ConnectorState.FAILED)
+        ]
         self.rt.connectors.reset_task_states(name, restarted)
         self._wrote()
         run_id = self._maybe_trigger(name)

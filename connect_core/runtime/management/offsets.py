@@ -13,6 +13,7 @@ from typing import Any
 from connect_core.runtime.management._room import Room
 from connect_core.runtime.store.connectors import ConnectorInfo
 from connect_core.runtime.store.db import check_storable
+from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import SourcePosition, TopicPartition
 
@@ -89,7 +90,7 @@ class Offsets(Room):
 
     def _stopped(self, name: str) -> ConnectorInfo:
         info = self.rt.connectors.get(name)
-        if info.target_state != "STOPPED":
+        if info.target_state != TargetState.STOPPED:
             raise NotStoppedError(
                 f"Connectors must be in the STOPPED state before their offsets can be modified; "
                 f"`{name}` is {info.target_state}: stop it first (PUT /connectors/{name}/stop)"

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
+from connect_core.runtime.store.states import TargetState
+
 __all__ = ["Management"]
 
 
@@ -45,14 +47,16 @@ class Management(Protocol):
 
     # -- connectors: changing --------------------------------------------------------------
 
-    def create(self, name: str, config: Mapping[str, Any], initial_state: str = "RUNNING") -> dict[str, Any]: ...
+    def create(
+        self, name: str, config: Mapping[str, Any], initial_state: str = TargetState.RUNNING
+    ) -> dict[str, Any]: ...
 
     def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
         """Create or replace: (created, info)."""
         ...
 
     def apply(
-        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = "RUNNING"
+        self, name: str, config: Mapping[str, Any], *, dry_run: bool = False, initial_state: str = TargetState.RUNNING
     ) -> dict[str, Any]:
         """Create, update or leave as it is: `{"name", "action", "changed", "type", "tasks"}`."""
         ...

@@ -9,7 +9,6 @@ from typing import Any
 from connect_core.sdk.errors import ConflictError
 
 __all__ = [
-    "TARGET_STATES",
     "ConnectorExistsError",
     "ConnectorInfo",
     "ConnectorOverview",
@@ -18,8 +17,6 @@ __all__ = [
     "Page",
     "TaskStatus",
 ]
-
-TARGET_STATES = ("RUNNING", "PAUSED", "STOPPED")
 
 
 class ConnectorExistsError(ConflictError):

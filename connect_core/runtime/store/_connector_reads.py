@@ -31,6 +31,7 @@ from connect_core.runtime.store.models import (
     TaskRunRow,
     TaskStatusRow,
 )
+from connect_core.runtime.store.states import ConnectorState, RunState, TargetState
 from connect_core.sdk.errors import NotFoundError
 from connect_core.sdk.records import CommittedOffset, Positions, SourcePosition, TopicPartition
 
@@ -209,7 +210,7 @@ def _overview_query(c: FromClause) -> Select[Any]:
 _RUNNING_NOW = exists().where(
     TaskRunRow.connector == TaskStatusRow.connector,
     TaskRunRow.task_id == TaskStatusRow.task_id,
-    TaskRunRow.state == "RUNNING",
+    TaskRunRow.state == RunState.RUNNING,
     TaskRunRow.lease_expires_at > func.now(),
 )
 
@@ -258,7 +259,7 @@ def _status(row: Any) -> ConnectorStatus:
     return ConnectorStatus(
         name=row.name,
         type=row.type,
-        state=row.state or "UNASSIGNED",
+        state=row.state or ConnectorState.UNASSIGNED,
         trace=row.trace,
         worker_id=row.worker_id,
         tasks=_task_statuses(row.target_state, row.tasks),
@@ -274,10 +275,10 @@ def _task_statuses(target_state: str, rows: Sequence[Mapping[str, Any]]) -> tupl
     for t in rows:
         state, trace = t["state"], t["trace"]
         if t["running"]:
-            state, trace = "RUNNING", None
-        elif target_state == "STOPPED":
+            state, trace = ConnectorState.RUNNING, None
+        elif target_state == TargetState.STOPPED:
             continue
-        elif target_state == "PAUSED" and state != "FAILED":
-            state, trace = "PAUSED", None
+        elif target_state == TargetState.PAUSED and state != ConnectorState.FAILED:
+            state, trace = ConnectorState.PAUSED, None
         tasks.append(TaskStatus(t["id"], state, trace, t["worker_id"], t["last_run_id"], dict(t["errors"] or {})))
     return tuple(tasks)

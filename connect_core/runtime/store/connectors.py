@@ -16,7 +16,6 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from connect_core.runtime.store._connector_model import (
-    TARGET_STATES,
     ConnectorExistsError,
     ConnectorInfo,
     ConnectorOverview,
@@ -36,6 +35,7 @@ from connect_core.runtime.store.models import (
     TaskConfigRow,
     TaskStatusRow,
 )
+from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
 from connect_core.sdk.errors import NotFoundError
 from connect_core.sdk.records import SourcePosition, TopicPartition, partition_key
 
@@ -66,7 +66,7 @@ class ConnectorStore(ConnectorReads):
         type: str,
         config: Mapping[str, Any],
         task_configs: Sequence[Mapping[str, Any]],
-        target_state: str = "RUNNING",
+        target_state: str = TargetState.RUNNING,
     ) -> ConnectorInfo:
         _check_storable(name, config, task_configs)
         with self._sessions.begin() as s:
@@ -153,7 +153,7 @@ class ConnectorStore(ConnectorReads):
             task = existing.pop(task_id, None)
             if task is None:
                 s.add(TaskConfigRow(connector=name, task_id=task_id, config=dict(cfg), config_version=config_version))
-                s.add(TaskStatusRow(connector=name, task_id=task_id, state="UNASSIGNED"))
+                s.add(TaskStatusRow(connector=name, task_id=task_id, state=ConnectorState.UNASSIGNED))
             else:
                 # A new config is a new generation: a run of the old config must not commit.
                 task.config, task.config_version, task.generation = dict(cfg), config_version, task.generation + 1
@@ -206,12 +206,12 @@ class ConnectorStore(ConnectorReads):
             s.execute(
                 update(TaskStatusRow)
                 .where(TaskStatusRow.connector == name, TaskStatusRow.task_id.in_(list(task_ids)))
-                .values(state="UNASSIGNED", trace=None, updated_at=func.now())
+                .values(state=ConnectorState.UNASSIGNED, trace=None, updated_at=func.now())
             )
             s.execute(
                 update(ConnectorStatusRow)
-                .where(ConnectorStatusRow.connector == name, ConnectorStatusRow.state == "FAILED")
-                .values(state="RUNNING", trace=None, updated_at=func.now())
+                .where(ConnectorStatusRow.connector == name, ConnectorStatusRow.state == ConnectorState.FAILED)
+                .values(state=ConnectorState.RUNNING, trace=None, updated_at=func.now())
             )
 
     def alter_positions(

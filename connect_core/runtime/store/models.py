@@ -28,6 +28,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from connect_core.runtime.store.states import TargetState
+
 __all__ = [
     "SCHEMA",
     "AssignmentRow",
@@ -77,7 +79,7 @@ class ConnectorRow(Base):
     connector_class: Mapped[str] = mapped_column(Text)
     type: Mapped[str] = mapped_column(Text)  # "source" | "sink"
     config: Mapped[dict[str, Any]]
-    target_state: Mapped[str] = mapped_column(Text, server_default="RUNNING")
+    target_state: Mapped[str] = mapped_column(Text, server_default=TargetState.RUNNING)  # a `TargetState`
     config_version: Mapped[int] = mapped_column(Integer, server_default="1")
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
@@ -99,7 +101,7 @@ class ConnectorStatusRow(Base):
     __tablename__ = "connector_status"
 
     connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
-    state: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(Text)  # a `ConnectorState`
     trace: Mapped[str | None] = mapped_column(Text)
     worker_id: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime] = _now()
@@ -117,7 +119,7 @@ class TaskStatusRow(Base):
 
     connector: Mapped[str] = mapped_column(Text, primary_key=True)
     task_id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    state: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(Text)  # a `ConnectorState`
     trace: Mapped[str | None] = mapped_column(Text)
     worker_id: Mapped[str | None] = mapped_column(Text)
     last_run_id: Mapped[int | None] = mapped_column(BigInteger)
@@ -177,7 +179,7 @@ class TaskRunRow(Base):
     connector: Mapped[str] = mapped_column(Text)
     task_id: Mapped[int] = mapped_column(Integer)
     generation: Mapped[int] = mapped_column(BigInteger)
-    # RUNNING -> SUCCEEDED | FAILED | FENCED | ABANDONED (lease expired, taken over)
+    # a `RunState`: RUNNING -> SUCCEEDED | FAILED | FENCED | ABANDONED (lease expired, taken over)
     state: Mapped[str] = mapped_column(Text)
     worker_id: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[datetime] = _now()
