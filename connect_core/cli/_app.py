@@ -279,6 +279,19 @@ def runtime(upgrade: bool = True) -> Iterator[Runtime]:
             rt.close()
 
 
+def _airflow_token(url: str) -> str | None:
+    """For a `--url` that is the REST API inside Airflow (`<airflow>/connect`), with no `--token`: a
+    token from Airflow's own `/auth/token`, with the Airflow credentials this runtime has
+    (CONNECT_AIRFLOW_URL/USERNAME/PASSWORD, or the local platform's), as the Connect view gets one."""
+    from connect_core.runtime.airflow_client import AirflowClient
+    from connect_core.runtime.settings import Settings
+
+    airflow = AirflowClient.from_settings(Settings())
+    if airflow is None or not url.rstrip("/").startswith(airflow.url.rstrip("/") + "/connect"):
+        return None
+    return airflow.bearer_token()
+
+
 @contextmanager
 def backend() -> Iterator[Management]:
     """The management room over the local store, or over the REST API with --url (`RestClient`): the
@@ -287,7 +300,7 @@ def backend() -> Iterator[Management]:
         if _remote["url"]:
             from connect_core.rest.client import RestClient
 
-            client = RestClient(_remote["url"], _remote["token"])
+            client = RestClient(_remote["url"], _remote["token"] or _airflow_token(_remote["url"]))
             try:
                 yield client
             finally:

@@ -83,6 +83,10 @@ class AirflowClient:
             return cls(data["url"], data["username"], data["password"])
         return None
 
+    def bearer_token(self) -> str:
+        """A token of Airflow's own API for these credentials (also good for the REST API inside Airflow)."""
+        return self._headers()["Authorization"].removeprefix("Bearer ")
+
     def _headers(self) -> dict[str, str]:
         if self._token is None or time.monotonic() - self._token_at > 600:
             resp = httpx.post(

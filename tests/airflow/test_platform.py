@@ -181,6 +181,8 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
 
     _check_ui(base, password)
     _check_rest_mount(api)
+    # The CLI through the REST API inside Airflow, with Airflow's auth (the platform's credentials).
+    assert "fileSourceConnector" in _cli(env, "--url", f"{base}/connect", "list", "--output", "json")
     _check_pools(api, env)
 
     _cli(env, "pause", "fileSourceConnector")
