@@ -4,11 +4,13 @@ The page polls this every few seconds, so its cost must not grow with one query 
 
 * states and tasks: the REST list's own read (`ConnectorStore.listing(Page(), status=True)`: one
   query), so the view and `GET /connectors?expand=status` always agree;
-* runs, failures, the last error, lags, pools and schedules: the store's read model of the view
-  (`runtime.store.views.connector_activity`: five queries in one read-only snapshot).
+* runs (finished and running now), failures, the last error, lags, pools, what each pool holds
+  and schedules: the store's read model of the view (`runtime.store.views.connector_activity`:
+  seven queries in one read-only snapshot).
 
-Config values are never read here; errors and traces are masked (`mask_text`) and cut to their
-tail, where a Java or Python trace says what broke.
+Config values are never read here; errors and traces are masked (`mask_text`). The list shows an
+error's cause on one line (`Class: message`, as `connect status` and the Airflow task say it); the
+error history keeps the trace, cut to its tail if it is very long.
 """
 
 from __future__ import annotations
@@ -20,31 +22,108 @@ from typing import Any
 
 from connect_core.runtime.airflow_client import dag_id_for
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.launcher import root_cause
 from connect_core.runtime.security import mask_text
+from connect_core.runtime.spark.connect import pool_kind, public_master
 from connect_core.runtime.store import views
 from connect_core.runtime.store.connectors import ConnectorStatus, Page
-from connect_core.runtime.store.views import FailedRun, RunPoint
+from connect_core.runtime.store.views import ConnectorActivity, FailedRun, PoolLoad, RunningRun, RunPoint
 from connect_core.sdk.config import CRON_PRESETS, check_schedule, schedule_interval
 
-__all__ = ["RUNS_SHOWN", "connectors_view", "failed_runs"]
+__all__ = ["RUNS_SHOWN", "connectors_view", "failed_runs", "one_line_cause", "pools_view", "view_document"]
 
 #: Runs per connector the sparkline draws (newest last).
 RUNS_SHOWN = 20
-#: Characters kept of a trace or error in the list (its tail); the error history keeps more.
+#: Characters kept of an error's one-line cause; of a trace in the list (its tail, for the JSON's
+#: readers: the page shows the cause) and in the error history.
+_CAUSE_CHARS = 300
 _LIST_TAIL = 600
-_HISTORY_TAIL = 4000
+_HISTORY_TAIL = 16000
+
+
+def view_document(runtime: Runtime, runs: int = RUNS_SHOWN) -> dict[str, Any]:
+    """What the page polls: every connector and every pool, their counts read in one snapshot."""
+    activity = views.connector_activity(runtime.engine, runs)
+    return {"connectors": _connectors(runtime, activity), "pools": pools_view(runtime, activity.pool_load)}
 
 
 def connectors_view(runtime: Runtime, runs: int = RUNS_SHOWN) -> list[dict[str, Any]]:
     """Every connector as the view lists it, in name order (see the module's docstring for the reads)."""
+    return _connectors(runtime, views.connector_activity(runtime.engine, runs))
+
+
+def pools_view(
+    runtime: Runtime, load: Mapping[str, PoolLoad], running: Mapping[str, list[str]] | None = None
+) -> list[dict[str, Any]]:
+    """Spark pools with their health and what each holds (no Spark conf: it may hold credentials).
+
+    The counts are the assignments' (`load`): the connectors placed on the pool, and the tasks. A
+    pool the assignments still name but that is no longer registered (removed while it held work)
+    is listed too, not alive, so the rows add up to what is placed. With `running`, each pool's
+    work by name (the page leaves it out: at 1,000 connectors its poll would carry every name twice)."""
+    pools: list[dict[str, Any]] = []
+    for p in runtime.pools.list(runtime.settings.heartbeat_timeout):
+        # `local[…]` is the runner's own machine: up without heartbeats (`PoolStore.list` says alive),
+        # so how long ago it last heartbeat says nothing.
+        local = p.master.startswith("local")
+        pools.append(
+            {
+                "name": p.name,
+                "kind": pool_kind(p.master),
+                "master": public_master(p.master),
+                "capacity": p.capacity,
+                "registered": True,
+                "alive": p.alive,
+                "always_up": local,
+                "seconds_since_heartbeat": None if local else round(p.seconds_since_heartbeat, 1),
+                "probe": p.probe,
+            }
+        )
+    registered = {p["name"] for p in pools}
+    for name in sorted(set(load) - registered):
+        pools.append(
+            {
+                "name": name,
+                "kind": "",
+                "master": "",
+                "capacity": 0,
+                "registered": False,
+                "alive": False,
+                "always_up": False,
+                "seconds_since_heartbeat": None,
+                "probe": {},
+            }
+        )
+    for pool in pools:
+        held = load.get(pool["name"], PoolLoad(0, 0))
+        pool["connectors"], pool["tasks"] = held.connectors, held.tasks
+        if running is not None:
+            pool["running"] = running.get(pool["name"], [])
+    return pools
+
+
+def one_line_cause(error: str | None) -> str | None:
+    """A recorded error's cause on one line: the outermost exception's `Class: message` without the
+    frames (`root_cause`, what `connect status` and the Airflow task say), masked, whitespace folded,
+    the class without its module (`ConfigError`, not `connect_core.sdk.errors.ConfigError`)."""
+    if not error:
+        return None
+    line = " ".join(root_cause(mask_text(error)).split())
+    name, sep, message = line.partition(": ")
+    if sep and "." in name and name.replace(".", "").replace("_", "").isalnum():
+        line = name.rsplit(".", 1)[1] + sep + message  # the class, not its module: the trace has it
+    return line if len(line) <= _CAUSE_CHARS else line[: _CAUSE_CHARS - 1] + "…"
+
+
+def _connectors(runtime: Runtime, activity: ConnectorActivity) -> list[dict[str, Any]]:
     listing = runtime.connectors.listing(Page(), status=True)
-    activity = views.connector_activity(runtime.engine, runs)
     history = _history(activity.runs, activity.last_errors)
     now = datetime.now(UTC)
     shown = []
     for name in listing.names:
         status = listing.statuses[name]
         view = _connector(status, history.get(name, {}), activity.lags.get(name), activity.pools.get(name, []))
+        view["running"] = [_running(r) for r in activity.running.get(name, [])]
         schedule, given = activity.schedules.get(name, (None, False))
         if not given:  # the configs' defaults: sources hourly, sinks when their topics get data
             schedule = "@hourly" if status.type == "source" else None
@@ -97,7 +176,8 @@ def _cron_next(schedule: str, now: datetime) -> str | None:
 
 
 def failed_runs(runtime: Runtime, connector: str, limit: int = 10) -> list[dict[str, Any]]:
-    """The connector's last failed runs with their errors, masked (newest first)."""
+    """The connector's last failed runs with their causes and errors, masked (newest first); `past`
+    once a later run of the same task succeeded."""
     return [
         {
             "run_id": r.id,
@@ -105,6 +185,9 @@ def failed_runs(runtime: Runtime, connector: str, limit: int = 10) -> list[dict[
             "pool": r.pool,
             "started_at": _iso(r.started_at),
             "finished_at": _iso(r.finished_at),
+            "cause": one_line_cause(r.error),
+            "past": r.succeeded_since is not None,
+            "succeeded_since": _iso(r.succeeded_since),
             "error": _tail(r.error, _HISTORY_TAIL),
         }
         for r in views.failed_runs(runtime.engine, connector, limit)
@@ -123,7 +206,11 @@ def _history(rows: Sequence[RunPoint], last_errors: Mapping[str, FailedRun]) -> 
             "run_id": e.id,
             "task": e.task_id,
             "at": _iso(e.finished_at),
+            "cause": one_line_cause(e.error),
             "error": _tail(e.error, _LIST_TAIL),
+            # a later run of the same task succeeded: the error is history, not the current state
+            "past": e.succeeded_since is not None,
+            "succeeded_since": _iso(e.succeeded_since),
         }
     return by_name
 
@@ -138,8 +225,15 @@ def _connector(
         "type": status.type,
         "state": status.state,
         "dag_id": dag_id_for(status.name),
+        # the page shows a task's cause; its details read the whole trace from the REST status
         "tasks": [
-            {"id": t.id, "state": t.state, "worker_id": t.worker_id, "trace": _tail(t.trace, _LIST_TAIL)}
+            {
+                "id": t.id,
+                "state": t.state,
+                "worker_id": t.worker_id,
+                "cause": one_line_cause(t.trace),
+                "trace": _tail(t.trace, _LIST_TAIL),
+            }
             for t in status.tasks
         ],
         "pools": pools,
@@ -155,10 +249,15 @@ def _connector(
             "finished_at": _iso(last.finished_at),
             "rows": _rows(last),
             "duration_s": None if last.duration_s is None else round(last.duration_s, 3),
+            "timings": last.timings,
         },
         "failures": history.get("failures", 0),
         "last_error": history.get("last_error"),
     }
+
+
+def _running(run: RunningRun) -> dict[str, Any]:
+    return {"run_id": run.id, "task": run.task_id, "started_at": _iso(run.started_at), "pool": run.pool}
 
 
 def _rows(run: RunPoint) -> int | None:

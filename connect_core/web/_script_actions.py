@@ -1,34 +1,20 @@
-"""The second half of the Connect view's script (`_assets.SCRIPT`): rendering the poll's document,
-the actions through the REST app, a connector's details and the page's event handlers. It closes
-the function scope `_script_rows` opens: the halves are served as one file, never apart."""
+"""The last part of the Connect view's script (`_assets.SCRIPT`): rendering the poll's document,
+the actions through the REST app with their in-page confirmation, the clock and the page's event
+handlers. It closes the function scope `_script_rows` opens: the parts are served as one file.
+
+The confirmation is a `<dialog>` of the page's own, not `window.confirm()`: Airflow shows the view
+in a sandboxed iframe without `allow-modals`, where `confirm()` returns false at once, unseen."""
 
 from __future__ import annotations
 
 __all__ = ["ACTIONS_SCRIPT"]
 
 ACTIONS_SCRIPT = r"""
-  function renderPools(pools) {
-    const frag = document.createDocumentFragment();
-    for (const p of pools) {
-      const tr = el("tr");
-      tr.appendChild(el("td", p.name));
-      tr.appendChild(el("td", p.kind));
-      const master = el("td"); master.appendChild(el("code", p.master)); tr.appendChild(master);
-      tr.appendChild(el("td", p.capacity, "num"));
-      tr.appendChild(stateEl("td", p.alive ? "RUNNING" : "DEAD")).textContent = p.alive ? "alive" : "DEAD";
-      tr.appendChild(el("td", p.seconds_since_heartbeat, "num"));
-      const probe = p.probe || {};
-      tr.appendChild(el("td", !p.probe || !Object.keys(probe).length ? "" : probe.ok ? "ok" : String(probe.error || "failed")));
-      tr.appendChild(el("td", p.connectors, "num"));
-      tr.appendChild(el("td", p.tasks, "num"));
-      frag.appendChild(tr);
-    }
-    poolsBody.replaceChildren(frag);
-  }
-
   function render(data) {
     const connectors = data.connectors;
-    title.textContent = "Connect: " + connectors.length + " connector(s) on " + data.pools.length + " Spark pool(s)";
+    const unplaced = connectors.filter((c) => !c.pools.length).length;
+    title.textContent = "Connect: " + connectors.length + " connector(s) on " + data.pools.length + " Spark pool(s)" +
+      (unplaced ? " (" + unplaced + " not placed on any yet)" : "");
     renderPools(data.pools);
     const seen = new Set();
     const names = [];
@@ -38,23 +24,21 @@ ACTIONS_SCRIPT = r"""
       seen.add(name);
       names.push(name);
       if (!reordered && order[i] !== name) reordered = true;
-      const sig = JSON.stringify(c);
       let entry = rows.get(name);
       if (!entry) {
         const tr = el("tr");
         tr.dataset.name = name;
-        entry = { tr: tr, sig: "", data: c, detail: null };
+        entry = { tr: tr, sig: "", data: c, detail: null, queued: null, traces: null };
         rows.set(name, entry);
-      }
-      if (entry.sig !== sig) {
-        entry.tr.replaceChildren(...cells(c));
-        entry.tr.dataset.state = String(c.state);
-        entry.sig = sig;
+        onScreen.observe(tr);
       }
       entry.data = c;
+      draw(entry);
     });
     for (const [name, entry] of rows) {
       if (!seen.has(name)) {
+        onScreen.unobserve(entry.tr);
+        visibleRows.delete(entry);
         entry.tr.remove();
         if (entry.detail) entry.detail.remove();
         rows.delete(name);
@@ -75,13 +59,27 @@ ACTIONS_SCRIPT = r"""
     for (const entry of rows.values()) if (entry.detail) fillDetail(entry, false);
   }
 
+  /** Redraws a row whose data (or "queued") changed; not while its "More…" list is open in the operator's hand. */
+  function draw(entry) {
+    const isQueued = queued(entry, entry.data);
+    const sig = JSON.stringify(entry.data) + (isQueued ? "|queued" : "");
+    if (entry.sig === sig) return;
+    const focused = document.activeElement;
+    if (focused && focused.tagName === "SELECT" && entry.tr.contains(focused)) return;  // the next poll or tick redraws it
+    entry.tr.replaceChildren(...cells(entry.data, isQueued));
+    entry.tr.dataset.state = String(entry.data.state);
+    entry.sig = sig;
+  }
+
   async function refresh() {
     if (inFlight) return;
     inFlight = true;
     try {
       const res = await fetch(new URL("data.json", SELF), { credentials: "same-origin", cache: "no-store" });
       if (!res.ok) throw new Error(res.status === 401 || res.status === 403 ? "not signed in (" + res.status + ")" : "HTTP " + res.status);
+      polls += 1;
       render(await res.json());
+      followQueued();
       document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
     } catch (e) {
       say("could not refresh: " + e.message, true);
@@ -108,133 +106,138 @@ ACTIONS_SCRIPT = r"""
     return res;
   }
 
-  async function act(name, action) {
-    const c = rows.get(name).data;
-    const p = "connectors/" + encodeURIComponent(name);
-    let steps;
-    let done;
-    switch (action) {
-      case "pause": steps = [["PUT", p + "/pause"]]; done = "paused"; break;
-      case "resume": steps = [["PUT", p + "/resume"]]; done = "resumed"; break;
-      case "trigger": steps = [["POST", p + "/trigger"]]; done = "run started"; break;
-      case "restart-failed":
-        if (!window.confirm("Restart the failed tasks of " + name + "?")) return;
-        steps = [["POST", p + "/restart?includeTasks=true&onlyFailed=true"]]; done = "failed tasks restarted"; break;
-      case "restart-all":
-        if (!window.confirm("Restart all tasks of " + name + "?")) return;
-        steps = [["POST", p + "/restart?includeTasks=true&onlyFailed=false"]]; done = "restarted"; break;
-      case "stop":
-        if (!window.confirm("Stop " + name + "? It runs no more until resumed; its config and offsets stay.")) return;
-        steps = [["PUT", p + "/stop"]]; done = "stopped"; break;
-      case "reset":
-        if (c.state !== "STOPPED") {
-          if (!window.confirm("Stop " + name + " and reset its offsets? Its next run starts over from the beginning.")) return;
-          steps = [["PUT", p + "/stop"], ["DELETE", p + "/offsets"]];
-        } else {
-          if (!window.confirm("Reset the offsets of " + name + "? Its next run starts over from the beginning.")) return;
-          steps = [["DELETE", p + "/offsets"]];
+  /** Asks Airflow how the runs "Run now" started are doing, for the rows still "queued" (a few at most). */
+  async function followQueued() {
+    if (!AIRFLOW) return;
+    for (const entry of rows.values()) {
+      const q = entry.queued;
+      if (!q || !q.dagRun || q.ended || q.asking) continue;
+      q.asking = true;
+      try {
+        const path = "dags/" + encodeURIComponent(q.dagRun.dag_id) + "/dagRuns/" + encodeURIComponent(q.dagRun.run_id);
+        const res = await fetch(new URL(path, AIRFLOW), { credentials: "same-origin", headers: { Accept: "application/json" } });
+        const run = res.ok ? await res.json() : null;
+        if (run && ["success", "failed"].includes(run.state)) {
+          q.ended = run.state;
+          q.endedPoll = polls;  // a Connect run committed before this shows in the next poll, if there was one
         }
-        done = "stopped, offsets reset (resume it to run again)"; break;
-      default: return;
+      } catch (_) { /* Airflow not there: the timeout ends "queued" */ } finally {
+        q.asking = false;
+      }
+    }
+  }
+
+  // The in-page confirmation: one <dialog>, its question and its two buttons set per use.
+  const dialog = el("dialog", null, "confirm");
+  dialog.setAttribute("aria-labelledby", "confirm-question");
+  const question = el("p");
+  question.id = "confirm-question";
+  const confirmButton = el("button", "Confirm", "danger");
+  confirmButton.type = "button";
+  confirmButton.value = "confirm";
+  const cancelButton = el("button", "Cancel");
+  cancelButton.type = "button";
+  cancelButton.value = "cancel";
+  const dialogButtons = el("div", null, "buttons");
+  dialogButtons.append(confirmButton, cancelButton);
+  dialog.append(question, dialogButtons);
+  body.appendChild(dialog);
+  let answer = null;
+
+  /** Resolves true when the operator confirms, false on Cancel or Escape. */
+  function confirmInPage(text, confirmLabel) {
+    if (answer) answer(false);  // a question still open is cancelled by a new one
+    question.textContent = text;
+    confirmButton.textContent = confirmLabel;
+    dialog.showModal();
+    cancelButton.focus();  // Enter on a stray key press cancels, never confirms
+    return new Promise((resolve) => { answer = resolve; });
+  }
+
+  function closeDialog(confirmed) {
+    if (dialog.open) dialog.close();
+    const resolve = answer;
+    answer = null;
+    if (resolve) resolve(confirmed);
+  }
+
+  confirmButton.addEventListener("click", () => closeDialog(true));
+  cancelButton.addEventListener("click", () => closeDialog(false));
+  dialog.addEventListener("close", () => closeDialog(false));  // Escape
+
+  /** What each action asks, and the REST calls it makes; null: unknown action. */
+  function plan(name, action, state) {
+    const p = "connectors/" + encodeURIComponent(name);
+    switch (action) {
+      case "pause": return { steps: [["PUT", p + "/pause"]], done: "paused" };
+      case "resume": return { steps: [["PUT", p + "/resume"]], done: "resumed" };
+      case "trigger": return { steps: [["POST", p + "/trigger"]], done: "run asked for (queued in Airflow)" };
+      case "restart-failed": return { ask: "Restart the failed tasks of " + name + "?", label: "Restart failed",
+        steps: [["POST", p + "/restart?includeTasks=true&onlyFailed=true"]], done: "failed tasks restarted" };
+      case "restart-all": return { ask: "Restart all tasks of " + name + "?", label: "Restart all",
+        steps: [["POST", p + "/restart?includeTasks=true&onlyFailed=false"]], done: "restarted" };
+      case "stop": return { ask: "Stop " + name + "? It runs no more until started again; its config and offsets stay.",
+        label: "Stop", steps: [["PUT", p + "/stop"]], done: "stopped" };
+      case "reset":
+        return state !== "STOPPED"
+          ? { ask: "Stop " + name + " and reset its offsets? Its next run starts over from the beginning.",
+              label: "Stop and reset", steps: [["PUT", p + "/stop"], ["DELETE", p + "/offsets"]],
+              done: "stopped, offsets reset (start it to run again)" }
+          : { ask: "Reset the offsets of " + name + "? Its next run starts over from the beginning.",
+              label: "Reset offsets", steps: [["DELETE", p + "/offsets"]], done: "offsets reset (start it to run again)" };
+      default: return null;
+    }
+  }
+
+  async function act(name, action) {
+    const entry = rows.get(name);
+    const todo = plan(name, action, entry.data.state);
+    if (!todo) return;
+    if (todo.ask && !(await confirmInPage(todo.ask, todo.label))) {
+      say(action + " " + name + ": cancelled", false);
+      return;
     }
     say(action + " " + name + "…", false);
     try {
-      for (const [method, path] of steps) await call(method, path);
-      say(name + ": " + done, false);
+      let res = null;
+      for (const [method, path] of todo.steps) res = await call(method, path);
+      if (action === "trigger") {  // the row says "queued" by the time the line says it was asked for
+        const started = await res.json().catch(() => ({}));
+        const dagRun = started.dag_run_id ? { dag_id: String(started.dag_id), run_id: String(started.dag_run_id) } : null;
+        entry.queued = { at: Date.now(), after: newestRun(entry.data), dagRun: dagRun, ended: null, endedPoll: 0 };
+        draw(entry);
+      }
+      say(name + ": " + todo.done, false);
     } catch (e) {
       say(name + ": " + action + " failed: " + e.message, true);
     }
     await refresh();
   }
 
-  function section(container, heading) {
-    container.appendChild(el("h2", heading));
-  }
+  // The clock: the relative times of the rows on screen, every second, from their ISO times.
+  const visibleRows = new Set();
+  const onScreen = new IntersectionObserver((seen) => {
+    for (const s of seen) {
+      const entry = rows.get(s.target.dataset.name);
+      if (!entry || entry.tr !== s.target) continue;
+      if (s.isIntersecting) visibleRows.add(entry); else visibleRows.delete(entry);
+    }
+  });
 
-  async function fillDetail(entry, fetchHistory) {
-    const c = entry.data;
-    const td = entry.detail.firstChild;
-    let tasksBox = td.querySelector(".tasks");
-    if (!tasksBox) {
-      tasksBox = el("div", null, "tasks");
-      td.replaceChildren(tasksBox, el("div", null, "errors"), el("div", null, "runs"));
-    }
-    const tasksFrag = document.createDocumentFragment();
-    section(tasksFrag, "Tasks");
-    const t = el("table");
-    const head = el("tr");
-    ["task", "state", "worker", "trace"].forEach((h) => head.appendChild(el("th", h)));
-    t.appendChild(head);
-    for (const task of c.tasks) {
-      const tr = el("tr");
-      tr.appendChild(el("td", task.id));
-      tr.appendChild(stateEl("td", task.state));
-      tr.appendChild(el("td", task.worker_id || ""));
-      const trace = el("td");
-      if (task.trace) trace.appendChild(el("pre", task.trace));
-      tr.appendChild(trace);
-      t.appendChild(tr);
-    }
-    tasksFrag.appendChild(t);
-    tasksBox.replaceChildren(tasksFrag);
-    if (!fetchHistory) return;
-    const errorsBox = td.querySelector(".errors");
-    const runsBox = td.querySelector(".runs");
-    try {
-      const q = "?connector=" + encodeURIComponent(c.name);
-      const [errors, runs] = await Promise.all([
-        fetch(new URL("errors.json" + q, SELF), { credentials: "same-origin" }).then((r) => (r.ok ? r.json() : [])),
-        call("GET", "connectors/" + encodeURIComponent(c.name) + "/runs?limit=10").then((r) => r.json()),
-      ]);
-      const ef = document.createDocumentFragment();
-      section(ef, "Error history (failed runs, masked)");
-      if (!errors.length) ef.appendChild(el("p", "no failed runs retained"));
-      for (const e of errors) {
-        ef.appendChild(el("p", "run " + e.run_id + ", task " + e.task + ", " + (e.finished_at || "") + " (" + ago(e.finished_at) + ")"));
-        ef.appendChild(el("pre", e.error || ""));
-      }
-      errorsBox.replaceChildren(ef);
-      const rf = document.createDocumentFragment();
-      section(rf, "Last runs");
-      const rt = el("table");
-      const rh = el("tr");
-      ["run", "task", "pool", "state", "records", "work s", "duration s", "started", "finished"].forEach((h) => rh.appendChild(el("th", h)));
-      rt.appendChild(rh);
-      for (const r of runs) {
-        const tr = el("tr");
-        const stats = r.stats && typeof r.stats === "object" ? r.stats : {};
-        tr.appendChild(el("td", r.run_id));
-        tr.appendChild(el("td", r.task));
-        tr.appendChild(el("td", r.pool || ""));
-        tr.appendChild(stateEl("td", r.state));
-        tr.appendChild(el("td", num(stats.rows) === null ? "" : stats.rows, "num"));
-        tr.appendChild(el("td", num(stats.work_s) === null ? "" : stats.work_s, "num"));
-        tr.appendChild(el("td", r.duration_s === null ? "" : r.duration_s, "num"));
-        tr.appendChild(el("td", r.started_at || ""));
-        tr.appendChild(el("td", r.finished_at || ""));
-        rt.appendChild(tr);
-      }
-      rf.appendChild(rt);
-      runsBox.replaceChildren(rf);
-    } catch (e) {
-      errorsBox.replaceChildren(el("p", "could not read the history: " + e.message));
+  function retell(root) {
+    for (const e of root.querySelectorAll("[data-clock]")) {
+      const text = clockText(e);
+      if (e.textContent !== text) e.textContent = text;
     }
   }
 
-  function toggleDetail(name) {
-    const entry = rows.get(name);
-    if (entry.detail) {
-      entry.detail.remove();
-      entry.detail = null;
-      return;
+  function tick() {
+    if (document.hidden) return;
+    for (const entry of visibleRows) {
+      if (entry.queued) draw(entry);  // "queued" may have ended (a timeout, Airflow's run skipped)
+      retell(entry.tr);
+      if (entry.detail) retell(entry.detail);
     }
-    const tr = el("tr", null, "detail");
-    const td = el("td");
-    td.colSpan = 11;
-    tr.appendChild(td);
-    entry.detail = tr;
-    entry.tr.after(tr);
-    fillDetail(entry, true);
   }
 
   tbody.addEventListener("click", (event) => {
@@ -245,6 +248,15 @@ ACTIONS_SCRIPT = r"""
     const name = tr.dataset.name;
     if (b.dataset.action === "details") toggleDetail(name);
     else act(name, b.dataset.action);
+  });
+
+  tbody.addEventListener("change", (event) => {
+    const s = event.target.closest("select[data-action='more']");
+    if (!s || !s.value) return;
+    const action = s.value;
+    s.value = "";
+    s.blur();  // the row may redraw again
+    act(s.closest("tr[data-name]").dataset.name, action);
   });
 
   let searchTimer = 0;
@@ -258,5 +270,6 @@ ACTIONS_SCRIPT = r"""
   render(JSON.parse(initial.textContent));
   initial.remove();
   setInterval(() => { if (!document.hidden) refresh(); }, POLL_MS);
+  setInterval(tick, 1000);
 })();
 """

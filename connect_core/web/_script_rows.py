@@ -1,6 +1,10 @@
-"""The first half of the Connect view's script (`_assets.SCRIPT`): its setup, the formatting of
-values, the cells of a connector's row and the filter. It opens the script's one function scope,
-which `_script_actions` closes: the halves are served as one file, never apart."""
+"""The first part of the Connect view's script (`_assets.SCRIPT`): its setup, the formatting of
+values and times, the cells of a connector's row and the filter. It opens the script's one
+function scope, which `_script_actions` closes: the parts are served as one file, never apart.
+
+Times are kept as the data's ISO strings on the elements that show them (`data-clock`), and a
+clock re-renders those of the rows on screen every second (`tick` in `_script_actions`): "3 s ago"
+and "in 12 min" stay true between two polls, at the cost of the visible cells only."""
 
 from __future__ import annotations
 
@@ -13,10 +17,17 @@ ROWS_SCRIPT = r"""
   const SELF = new URL(body.dataset.self, window.location.href);
   const REST = new URL(body.dataset.rest.replace(/\/*$/, "/"), SELF);
   const DAGS = body.dataset.dags ? new URL(body.dataset.dags.replace(/\/*$/, "/"), SELF) : null;
+  // Airflow's REST API (same origin, the UI's session cookie): where a run asked for is followed.
+  const AIRFLOW = body.dataset.airflow ? new URL(body.dataset.airflow.replace(/\/*$/, "/"), SELF) : null;
   const POLL_MS = Number(body.dataset.poll) || 5000;
   // The caller's Connect role: actions it may not do are not offered (the REST app refuses them anyway).
   const ROLE = { viewer: 1, connector: 2, operator: 3 }[body.dataset.role] || 1;
   const SVG = "http://www.w3.org/2000/svg";
+  // After "Run now", how long the row says "queued" while no newer run shows (Airflow may be busy).
+  const QUEUED_MS = 5 * 60 * 1000;
+  // The run's stats that time its parts, in the order a run spends them.
+  const TIMINGS = [["python_s", "Python start"], ["spark_session_s", "Spark session"], ["work_s", "work"],
+    ["commit_s", "commit"], ["run_s", "whole run"]];
 
   const tbody = document.querySelector("#connectors tbody");
   const search = document.getElementById("search");
@@ -26,10 +37,11 @@ ROWS_SCRIPT = r"""
   const title = document.getElementById("title");
   const poolsBody = document.querySelector("#pools tbody");
 
-  /** name -> {tr, sig, data, detail} */
+  /** name -> {tr, sig, data, detail, queued, traces} */
   const rows = new Map();
   let order = [];
   let inFlight = false;
+  let polls = 0;
 
   function el(tag, text, cls) {
     const e = document.createElement(tag);
@@ -38,8 +50,8 @@ ROWS_SCRIPT = r"""
     return e;
   }
 
-  function stateEl(tag, state) {
-    const e = el(tag, state);
+  function stateEl(tag, state, text) {
+    const e = el(tag, text === undefined ? state : text);
     e.dataset.state = String(state);
     return e;
   }
@@ -49,33 +61,63 @@ ROWS_SCRIPT = r"""
     statusLine.className = isError ? "error" : "";
   }
 
+  function span(seconds) {
+    if (seconds < 90) return Math.round(seconds) + " s";
+    if (seconds < 5400) return Math.round(seconds / 60) + " min";
+    if (seconds < 129600) return Math.round(seconds / 3600) + " h";
+    return Math.round(seconds / 86400) + " d";
+  }
+
   function ago(iso) {
-    if (!iso) return "";
     const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-    if (!isFinite(s)) return "";
-    if (s < 90) return Math.round(s) + " s ago";
-    if (s < 5400) return Math.round(s / 60) + " min ago";
-    if (s < 129600) return Math.round(s / 3600) + " h ago";
-    return Math.round(s / 86400) + " d ago";
+    return isFinite(s) ? span(s) + " ago" : "";
   }
 
   function until(iso) {
     const s = (Date.parse(iso) - Date.now()) / 1000;
     if (!isFinite(s)) return "";
-    if (s < 1) return "due";
-    if (s < 90) return "in " + Math.round(s) + " s";
-    if (s < 5400) return "in " + Math.round(s / 60) + " min";
-    if (s < 129600) return "in " + Math.round(s / 3600) + " h";
-    return "in " + Math.round(s / 86400) + " d";
+    return s < 1 ? "due" : "in " + span(s);
+  }
+
+  function lasting(iso) {
+    const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+    return isFinite(s) ? "for " + span(s) : "";
+  }
+
+  const CLOCKS = { ago: ago, until: until, for: lasting };
+
+  /** A time shown relative to now, re-rendered by the clock from its ISO time (the full time on hover). */
+  function clock(kind, iso, prefix) {
+    const e = el("span", null, "clock");
+    e.dataset.clock = kind;
+    e.dataset.at = String(iso);
+    e.dataset.prefix = prefix || "";
+    e.title = String(iso);
+    e.textContent = clockText(e);
+    return e;
+  }
+
+  function clockText(e) {
+    return e.dataset.prefix + CLOCKS[e.dataset.clock](e.dataset.at);
   }
 
   function num(v) {
     return typeof v === "number" && isFinite(v) ? v : null;
   }
 
+  function seconds(v) {
+    return v < 10 ? v.toFixed(2) + " s" : v.toFixed(1) + " s";
+  }
+
+  /** "Spark session 1.20 s · work 0.40 s · …" of a run's timings (those it recorded). */
+  function breakdown(timings) {
+    const t = timings && typeof timings === "object" ? timings : {};
+    return TIMINGS.filter(([k]) => num(t[k]) !== null).map(([k, label]) => label + " " + seconds(t[k])).join(" · ");
+  }
+
   /** An inline SVG of rows per run (oldest left); failed runs are red dots on the baseline. */
   function sparkline(values) {
-    const w = 100, h = 22, pad = 2;
+    const w = 80, h = 22, pad = 2;
     const svg = document.createElementNS(SVG, "svg");
     svg.setAttribute("class", "spark");
     svg.setAttribute("width", String(w));
@@ -125,23 +167,138 @@ ROWS_SCRIPT = r"""
     return a;
   }
 
-  function cells(c) {
+  /** The newest run id the row knows: a run newer than it ends "queued". */
+  function newestRun(c) {
+    let id = c.last_run ? Number(c.last_run.run_id) : 0;
+    for (const r of c.running) id = Math.max(id, Number(r.run_id));
+    return id;
+  }
+
+  /** Whether the row still waits for the run "Run now" asked for: until a newer run shows, Airflow's
+   * run ended without one (seen a poll before: a skip, e.g. nothing new to read), or a timeout. */
+  function queued(entry, c) {
+    const q = entry.queued;
+    if (!q) return false;
+    if (newestRun(c) > q.after) {
+      entry.queued = null;
+      return false;
+    }
+    if (q.ended && polls > q.endedPoll) {
+      entry.queued = null;
+      say(c.name + ": Airflow's run ended (" + q.ended + ") without a Connect run: its task skipped " +
+        "(nothing new to read, or the connector is not running)", false);
+      return false;
+    }
+    if (Date.now() - q.at > QUEUED_MS) {
+      entry.queued = null;
+      return false;
+    }
+    return true;
+  }
+
+  /** What the connector does now, in words an operator reads: Kafka's state stays in the API and the title. */
+  function stateCell(c, isQueued) {
+    const td = stateEl("td", c.state, "");
+    td.className = "state";
+    td.title = "state (as the REST API says it): " + c.state;
+    const failed = c.tasks.filter((t) => t.state === "FAILED").length;
+    const startedAt = c.running.map((r) => r.started_at).sort()[0];
+    if (startedAt) {
+      td.appendChild(clock("for", startedAt, "running "));
+      td.dataset.activity = "running";
+    } else if (isQueued) {
+      td.appendChild(el("span", "queued"));
+      td.dataset.activity = "queued";
+    } else if (c.state === "RUNNING" && !failed) {
+      td.appendChild(el("span", "idle"));
+      td.dataset.activity = "idle";
+      if (c.next_run) td.appendChild(clock("until", c.next_run, " · next run "));
+      else if (c.schedule) td.appendChild(el("span", " · " + c.schedule));
+    } else {
+      td.appendChild(el("span", c.state));
+    }
+    if (failed) {
+      td.appendChild(stateEl("span", "FAILED", " · " + failed + (failed > 1 ? " tasks" : " task") + " failed"));
+      td.dataset.flag = "task-failed";
+    }
+    return td;
+  }
+
+  function lastRunCell(c, isQueued) {
+    const td = el("td");
+    const startedAt = c.running.map((r) => r.started_at).sort()[0];
+    const previous = c.last_run ? "previous run: " + c.last_run.state + " at " + c.last_run.finished_at : "";
+    if (startedAt || isQueued) {
+      td.appendChild(startedAt ? clock("for", startedAt, "running ") : el("span", "queued"));
+      td.dataset.activity = startedAt ? "running" : "queued";
+      td.title = previous;
+      return td;
+    }
+    if (!c.last_run) return td;
+    td.appendChild(stateEl("span", c.last_run.state));
+    if (c.last_run.finished_at) td.appendChild(clock("ago", c.last_run.finished_at, " "));
+    const times = breakdown(c.last_run.timings);
+    const lines = ["run " + c.last_run.run_id + " " + c.last_run.state];
+    if (num(c.last_run.duration_s) !== null) lines.push("duration " + seconds(c.last_run.duration_s));
+    if (times) lines.push(times);
+    td.title = lines.join("\n");
+    td.dataset.timings = times;
+    return td;
+  }
+
+  function errorCell(c) {
+    const td = el("td", null, "err");
+    const e = c.last_error;
+    if (!e) return td;
+    const count = c.failures > 1 ? c.failures + " failed runs; last: " : "";
+    td.textContent = (e.past ? "past: " : "") + count + (e.cause || "");
+    td.title = (e.cause || "") + "\nrun " + e.run_id + ", task " + e.task + ", " + (e.at || "") +
+      (e.past ? "\nbefore the last successful run (" + e.succeeded_since + ")" : "") + "\nthe trace: open the details";
+    if (e.past) td.classList.add("past");
+    return td;
+  }
+
+  function actionsCell(c) {
+    const td = el("td", null, "actions");
+    if (ROLE < 2) return td;
+    td.appendChild(button("trigger", "Run now"));
+    if (c.state === "STOPPED") td.appendChild(button("resume", "Start"));
+    else if (c.state === "PAUSED") td.appendChild(button("resume", "Resume"));
+    else td.appendChild(button("pause", "Pause"));
+    // The rarer actions, each asking for a confirmation, in one control: the column stays narrow.
+    const more = el("select", null, "more");
+    more.dataset.action = "more";
+    more.setAttribute("aria-label", "more actions");
+    more.title = "more actions (each asks to confirm)";
+    const options = [["", "More…"], ["restart-failed", "Restart failed"], ["restart-all", "Restart all"]];
+    if (c.state !== "STOPPED") options.push(["stop", "Stop"]);
+    if (ROLE >= 3) options.push(["reset", "Reset offsets"]);
+    for (const [value, label] of options) {
+      const o = el("option", label);
+      o.value = value;
+      more.appendChild(o);
+    }
+    td.appendChild(more);
+    return td;
+  }
+
+  function cells(c, isQueued) {
     const tds = [];
     const nameTd = el("td");
     const toggle = el("button", c.name, "linkish");
     toggle.type = "button";
     toggle.dataset.action = "details";
-    toggle.title = "details: tasks, error history, last runs";
+    toggle.title = "details: the error's cause, tasks, error history, last runs";
     nameTd.appendChild(toggle);
     tds.push(nameTd);
     tds.push(el("td", String(c.type).toUpperCase()));
-    tds.push(stateEl("td", c.state));
+    tds.push(stateCell(c, isQueued));
     const tasks = el("td");
     const counts = {};
     c.tasks.forEach((t) => { counts[t.state] = (counts[t.state] || 0) + 1; });
     Object.keys(counts).sort().forEach((s, i) => {
       if (i) tasks.appendChild(document.createTextNode(" "));
-      tasks.appendChild(stateEl("span", counts[s] + " " + s));
+      tasks.appendChild(stateEl("span", s, counts[s] + " " + s));
     });
     if (!c.tasks.length) tasks.textContent = "none";
     tds.push(tasks);
@@ -153,25 +310,12 @@ ROWS_SCRIPT = r"""
       if (last !== null && last !== undefined) spark.appendChild(el("span", " " + last));
     }
     tds.push(spark);
-    const lastRun = el("td");
-    if (c.last_run) {
-      lastRun.appendChild(stateEl("span", c.last_run.state));
-      lastRun.appendChild(el("span", " " + ago(c.last_run.finished_at)));
-    }
-    tds.push(lastRun);
-    const next = el("td", c.schedule || "");
-    if (c.next_run) {
-      next.appendChild(el("span", " · " + until(c.next_run)));
-      next.title = c.next_run;
-    }
-    tds.push(next);
+    tds.push(lastRunCell(c, isQueued));
+    const schedule = el("td", c.schedule || "");
+    if (c.next_run) schedule.title = "next run: " + c.next_run;
+    tds.push(schedule);
     tds.push(el("td", c.pools.join(", ")));
-    const err = el("td", "", "err");
-    if (c.last_error) {
-      err.textContent = (c.failures > 1 ? c.failures + " failed runs; last: " : "") + c.last_error.error;
-      err.title = c.last_error.error;
-    }
-    tds.push(err);
+    tds.push(errorCell(c));
     const links = el("td");
     if (DAGS) {
       links.appendChild(link(new URL(encodeURIComponent(c.dag_id), DAGS).href, "DAG"));
@@ -179,17 +323,7 @@ ROWS_SCRIPT = r"""
       links.appendChild(link(new URL(encodeURIComponent(c.dag_id) + "/runs", DAGS).href, "runs"));
     }
     tds.push(links);
-    const actions = el("td");
-    if (ROLE < 2) { tds.push(actions); return tds; }
-    if (c.state === "PAUSED") actions.appendChild(button("resume", "Resume"));
-    else actions.appendChild(button("pause", "Pause"));
-    if (c.state === "STOPPED") actions.appendChild(button("resume", "Start"));
-    actions.appendChild(button("trigger", "Run now"));
-    actions.appendChild(button("restart-failed", "Restart failed", true));
-    actions.appendChild(button("restart-all", "Restart all", true));
-    if (c.state !== "STOPPED") actions.appendChild(button("stop", "Stop", true));
-    if (ROLE >= 3) actions.appendChild(button("reset", "Reset offsets", true));
-    tds.push(actions);
+    tds.push(actionsCell(c));
     return tds;
   }
 

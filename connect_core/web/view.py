@@ -9,13 +9,14 @@ the runtime tracks; errors and traces are masked like everywhere else.
 
 `rest_base` is where the REST app answers, relative to the view's own URL: `../connect` when
 both are mounted in Airflow (the default), e.g. `/connect` when they are served elsewhere.
-`dag_base` is where Airflow's UI shows a DAG (`../dags/`); None hides the DAG links.
+`dag_base` is where Airflow's UI shows a DAG (`../dags/`); None hides the DAG links. `airflow_api`
+is Airflow's REST API (`../api/v2/`), where the page follows a run it asked for until a Connect run
+shows (or Airflow's run ended without one: skipped); None: the page only waits, up to a timeout.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
@@ -27,9 +28,9 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.security.roles import Role
-from connect_core.runtime.spark.connect import pool_kind, public_master
+from connect_core.runtime.store import views
 from connect_core.web._assets import SCRIPT, STYLE
-from connect_core.web._data import connectors_view, failed_runs
+from connect_core.web._data import connectors_view, failed_runs, pools_view, view_document
 
 __all__ = ["create_view_app", "overview", "pools_overview"]
 
@@ -40,30 +41,9 @@ def overview(runtime: Runtime) -> list[dict[str, Any]]:
 
 
 def pools_overview(runtime: Runtime, *, names: bool = True) -> list[dict[str, Any]]:
-    """Spark pools with their health and what each runs (no Spark conf: it may hold credentials).
-    Without `names`, only how many connectors and tasks each runs (the page's poll at 1,000
-    connectors would otherwise carry every name twice)."""
-    load: Counter[tuple[str, bool]] = Counter(
-        (pool, work.task is not None) for work, (pool, _generation) in runtime.pools.assignment().items()
-    )
-    running = runtime.pools.running() if names else {}
-    pools = []
-    for p in runtime.pools.list(runtime.settings.heartbeat_timeout):
-        pool: dict[str, Any] = {
-            "name": p.name,
-            "kind": pool_kind(p.master),
-            "master": public_master(p.master),
-            "capacity": p.capacity,
-            "alive": p.alive,
-            "seconds_since_heartbeat": round(p.seconds_since_heartbeat, 1),
-            "probe": p.probe,
-            "connectors": load[p.name, False],
-            "tasks": load[p.name, True],
-        }
-        if names:
-            pool["running"] = running.get(p.name, [])
-        pools.append(pool)
-    return pools
+    """Spark pools with their health, how many connectors and tasks each holds and, with `names`,
+    which (no Spark conf: it may hold credentials). See `_data.pools_view`."""
+    return pools_view(runtime, views.pool_load(runtime.engine), runtime.pools.running() if names else None)
 
 
 def _embedded_json(value: Any) -> str:
@@ -84,9 +64,25 @@ def _csp(rest_base: str) -> str:
     )
 
 
-def _page(data: dict[str, Any], *, root: str, rest_base: str, dag_base: str | None, poll_ms: int, role: Role) -> str:
+def _page(
+    data: dict[str, Any],
+    *,
+    root: str,
+    rest_base: str,
+    dag_base: str | None,
+    airflow_api: str | None,
+    poll_ms: int,
+    role: Role,
+) -> str:
     count, pools = len(data["connectors"]), len(data["pools"])
-    attrs = {"self": root + "/", "rest": rest_base, "dags": dag_base or "", "poll": str(poll_ms), "role": role.name}
+    attrs = {
+        "self": root + "/",
+        "rest": rest_base,
+        "dags": dag_base or "",
+        "airflow": airflow_api or "",
+        "poll": str(poll_ms),
+        "role": role.name,
+    }
     body_attrs = " ".join(f'data-{k}="{escape(v, quote=True)}"' for k, v in attrs.items())
     state_options = "".join(
         f'<option value="{v}">{label}</option>'
@@ -102,20 +98,30 @@ def _page(data: dict[str, Any], *, root: str, rest_base: str, dag_base: str | No
         )
     )
     columns = (
-        "connector",
-        "type",
-        "state",
-        "tasks",
-        "lag (records behind)",
-        "records per run",
-        "last run",
-        "next run",
-        "pool",
-        "last error",
-        "links",
-        "actions",
+        ("connector", "open the details: the error's cause, tasks, error history, last runs"),
+        ("type", ""),
+        ("state", "what the connector does now; its state as the REST API says it on hover"),
+        ("tasks", ""),
+        ("lag", "records behind: what a sink's topics hold that it has not committed"),
+        ("records per run", ""),
+        ("last run", "hover for its time breakdown"),
+        ("schedule", "what the connector's DAG runs on"),
+        ("pool", ""),
+        ("last error", "the cause, on one line; the trace is in the details"),
+        ("links", ""),
+        ("actions", "Run now, Pause/Resume/Start; the rest under More…, each asking to confirm"),
     )
-    pool_columns = ("pool", "kind", "master", "capacity", "health", "last heartbeat s", "probe", "connectors", "tasks")
+    pool_columns = (
+        "pool",
+        "kind",
+        "master",
+        "capacity",
+        "health",
+        "last heartbeat",
+        "probe",
+        "connectors placed",
+        "tasks placed",
+    )
     root_attr = escape(root, quote=True)
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Connect</title>'
@@ -129,7 +135,7 @@ def _page(data: dict[str, Any], *, root: str, rest_base: str, dag_base: str | No
         f'<select id="state" aria-label="filter by state">{state_options}</select>'
         '<span id="shown"></span><span id="updated"></span><span id="status" role="status"></span></div>'
         '<table id="connectors"><thead><tr>'
-        + "".join(f"<th>{c}</th>" for c in columns)
+        + "".join(f'<th title="{hint}">{c}</th>' if hint else f"<th>{c}</th>" for c, hint in columns)
         + "</tr></thead><tbody></tbody></table>"
         f'<script type="application/json" id="initial">{_embedded_json(data)}</script>'
         f'<script src="{root_attr}/view.js" defer></script>'
@@ -144,6 +150,7 @@ def create_view_app(
     auth: Sequence[Callable[..., Any]] = (),
     rest_base: str = "../connect",
     dag_base: str | None = "../dags/",
+    airflow_api: str | None = "../api/v2/",
     poll_ms: int = 5000,
 ) -> FastAPI:
     """The view app; `runtime` is called once, at the first request (not at import). The page reads
@@ -166,14 +173,22 @@ def create_view_app(
         return holder["rt"]
 
     def data() -> dict[str, Any]:
-        return {"connectors": overview(rt()), "pools": pools_overview(rt(), names=False)}
+        return view_document(rt())
 
     @app.get("/", response_class=HTMLResponse)
     def page(request: Request) -> HTMLResponse:
         root = str(request.scope.get("root_path", "")).rstrip("/")
         # an auth that tells no role (an embedder's all-or-nothing check) lets its users do everything
         role = getattr(request.state, "connect_role", None) or Role.operator
-        html = _page(data(), root=root, rest_base=rest_base, dag_base=dag_base, poll_ms=poll_ms, role=role)
+        html = _page(
+            data(),
+            root=root,
+            rest_base=rest_base,
+            dag_base=dag_base,
+            airflow_api=airflow_api,
+            poll_ms=poll_ms,
+            role=role,
+        )
         headers = {"Content-Security-Policy": csp, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
         return HTMLResponse(html, headers=headers)
 

@@ -1,12 +1,17 @@
 """Read models of the Connect view: what every connector did lately, in a handful of set-based
 queries whatever the number of connectors (the page polls them every few seconds).
 
-* the last finished runs of every connector (for the sparkline) and its count of failed runs:
-  a few index reads per connector (`task_runs(connector, id)`), whatever the history holds;
-* the newest failed run's error: one `DISTINCT ON` over the failed runs;
+* the last finished runs of every connector (for the sparkline), the newest one's timings, and its
+  count of failed runs: a few index reads per connector (`task_runs(connector, id)`), whatever the
+  history holds;
+* the runs running now (state RUNNING, lease held): an index read per task
+  (`task_runs(connector, task_id, state)`);
+* the newest failed run's error, and whether a later run of its task succeeded since: one
+  `DISTINCT ON` over the failed runs;
 * each sink's lag (records of its topics it has not committed): one `GROUP BY` over the topics'
   end offsets and the sinks' offsets, the query `GET /metrics` uses per partition;
-* the pools each connector is assigned to: one `GROUP BY` over the assignments;
+* the pools each connector is assigned to, and what each pool holds (the connectors and the tasks
+  placed on it): two `GROUP BY`s over the assignments of one snapshot, so the two always agree;
 * each connector's schedule (a cron, a preset or an interval: never a secret).
 
 They are read in one read-only snapshot. Config values other than the schedule are never read;
@@ -15,7 +20,8 @@ errors leave unmasked: the caller masks them before they are shown.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -23,18 +29,35 @@ from sqlalchemy import Engine, Row, text
 
 from connect_core.runtime.store.readers import SINK_TOPICS
 
-__all__ = ["ConnectorActivity", "FailedRun", "RunPoint", "connector_activity", "failed_runs"]
+__all__ = [
+    "TIMINGS",
+    "ConnectorActivity",
+    "FailedRun",
+    "PoolLoad",
+    "RunPoint",
+    "RunningRun",
+    "connector_activity",
+    "failed_runs",
+    "pool_load",
+]
+
+#: The timings a run's stats hold (seconds), in the order a run spends them; the newest run's are read.
+TIMINGS = ("python_s", "spark_session_s", "work_s", "commit_s", "run_s")
 
 # Each connector's last `:runs` finished runs, by the index on (connector, id): a few index reads
-# per connector, whatever the history holds; and how many of its retained runs failed.
+# per connector, whatever the history holds; the newest one's timings; and how many of its
+# retained runs failed.
+_TIMINGS_OBJECT = "jsonb_build_object(" + ", ".join(f"'{k}', r.stats->'{k}'" for k in TIMINGS) + ")"
 _RUNS = text(
-    """
-    SELECT c.name AS connector, r.id, r.task_id, r.state, r.rows, r.duration_s, r.finished_at, f.failures
+    f"""
+    SELECT c.name AS connector, r.id, r.task_id, r.state, r.rows, r.duration_s, r.finished_at, r.timings,
+           f.failures
     FROM connect.connectors c
     CROSS JOIN LATERAL (
         SELECT r.id, r.task_id, r.state, r.finished_at,
                CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
-               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s
+               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s,
+               CASE WHEN row_number() OVER (ORDER BY r.id DESC) = 1 THEN {_TIMINGS_OBJECT} END AS timings
         FROM connect.task_runs r
         WHERE r.connector = c.name AND r.state <> 'RUNNING'
         ORDER BY r.id DESC
@@ -45,13 +68,38 @@ _RUNS = text(
     """
 )
 
+# The runs running now: RUNNING with their lease held (a run whose driver died keeps its state
+# until another run takes the lease over; it is not running). An index read per task.
+_RUNNING = text(
+    """
+    SELECT r.connector, r.task_id, r.id, r.started_at, r.pool
+    FROM connect.task_configs t
+    CROSS JOIN LATERAL (
+        SELECT r.connector, r.task_id, r.id, r.started_at, r.pool
+        FROM connect.task_runs r
+        WHERE r.connector = t.connector AND r.task_id = t.task_id AND r.state = 'RUNNING'
+          AND r.lease_expires_at > now()) r
+    ORDER BY r.connector, r.task_id, r.id
+    """
+)
+
+# When a later run of a failed run's task succeeded (NULL: none did), by the (connector, task_id,
+# state) index: the failure is past then.
+_SUCCEEDED_SINCE = """
+    (SELECT s.finished_at FROM connect.task_runs s
+     WHERE s.connector = e.connector AND s.task_id = e.task_id AND s.state = 'SUCCEEDED' AND s.id > e.id
+     ORDER BY s.id DESC LIMIT 1) AS succeeded_since
+"""
+
 # Each connector's newest failed run with its error: the error text leaves the database only for it.
 _LAST_ERRORS = text(
-    """
-    SELECT DISTINCT ON (connector) connector, id, task_id, pool, started_at, finished_at, error
-    FROM connect.task_runs
-    WHERE state = 'FAILED' AND error IS NOT NULL
-    ORDER BY connector, id DESC
+    f"""
+    SELECT e.*, {_SUCCEEDED_SINCE}
+    FROM (
+        SELECT DISTINCT ON (connector) connector, id, task_id, pool, started_at, finished_at, error
+        FROM connect.task_runs
+        WHERE state = 'FAILED' AND error IS NOT NULL
+        ORDER BY connector, id DESC) e
     """
 )
 
@@ -80,14 +128,28 @@ _POOLS = text(
     """
 )
 
+# What each pool holds: the connectors placed on it (their own assignment, task id -1) and the
+# tasks. Pools are as the assignments name them, registered or not (a pool removed while it held
+# work): with `_POOLS` in the same snapshot, every connector's pools add up to these counts.
+_POOL_LOAD = text(
+    """
+    SELECT pool, count(*) FILTER (WHERE task_id < 0) AS connectors, count(*) FILTER (WHERE task_id >= 0) AS tasks
+    FROM connect.assignments
+    GROUP BY pool
+    """
+)
+
 # One connector's failed runs, newest first: the (connector, task_id, state) index finds them.
 _FAILED = text(
-    """
-    SELECT id, task_id, pool, started_at, finished_at, error
-    FROM connect.task_runs
-    WHERE connector = :connector AND state = 'FAILED'
-    ORDER BY id DESC
-    LIMIT :limit
+    f"""
+    SELECT e.*, {_SUCCEEDED_SINCE}
+    FROM (
+        SELECT connector, id, task_id, pool, started_at, finished_at, error
+        FROM connect.task_runs
+        WHERE connector = :connector AND state = 'FAILED'
+        ORDER BY id DESC
+        LIMIT :limit) e
+    ORDER BY e.id DESC
     """
 )
 
@@ -105,6 +167,19 @@ class RunPoint:
     duration_s: float | None
     finished_at: datetime | None
     failures: int
+    #: the newest run's timings (seconds, of `TIMINGS`, those its stats hold); empty for the others
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunningRun:
+    """A run running now: RUNNING, its lease held."""
+
+    connector: str
+    task_id: int
+    id: int
+    started_at: datetime
+    pool: str | None
 
 
 @dataclass(frozen=True)
@@ -116,6 +191,16 @@ class FailedRun:
     finished_at: datetime | None
     #: as the run recorded it: not masked
     error: str | None
+    #: when a later run of the same task succeeded (the newest such), None while none did
+    succeeded_since: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PoolLoad:
+    """What a pool holds: the connectors placed on it (a connector's own assignment), and the tasks."""
+
+    connectors: int
+    tasks: int
 
 
 @dataclass(frozen=True)
@@ -124,37 +209,65 @@ class ConnectorActivity:
 
     #: each connector's last finished runs, by connector name then oldest first
     runs: list[RunPoint]
+    #: each connector's runs running now, by task
+    running: dict[str, list[RunningRun]]
     #: each connector's newest failed run that recorded an error
     last_errors: dict[str, FailedRun]
     #: each sink's (records behind, partitions of its topics)
     lags: dict[str, tuple[int, int]]
     #: the pools each connector's work is assigned to, sorted
     pools: dict[str, list[str]]
+    #: what each pool named by an assignment holds (agrees with `pools`: same snapshot, same rows)
+    pool_load: dict[str, PoolLoad]
     #: each connector's `schedule` and whether its config sets one
     schedules: dict[str, tuple[str | None, bool]]
 
 
 def connector_activity(engine: Engine, runs: int) -> ConnectorActivity:
-    """The last `runs` finished runs of every connector, and the rest of `ConnectorActivity`: five
+    """The last `runs` finished runs of every connector, and the rest of `ConnectorActivity`: seven
     queries in one read-only snapshot, whatever the number of connectors."""
     with engine.connect() as conn:
         conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
         with conn.begin():
             run_rows = conn.execute(_RUNS, {"runs": runs}).all()
+            running: dict[str, list[RunningRun]] = {}
+            for r in conn.execute(_RUNNING):
+                running.setdefault(r.connector, []).append(
+                    RunningRun(r.connector, r.task_id, r.id, r.started_at, r.pool)
+                )
             error_rows = conn.execute(_LAST_ERRORS).all()
             lags = {r.connector: (int(r.lag), int(r.partitions)) for r in conn.execute(_LAGS)}
             pools = {r.connector: list(r.pools) for r in conn.execute(_POOLS)}
+            load = _pool_load(conn.execute(_POOL_LOAD))
             schedules = {r.name: (r.schedule, bool(r.given)) for r in conn.execute(_SCHEDULES)}
     return ConnectorActivity(
         runs=[
-            RunPoint(r.connector, r.id, r.task_id, r.state, r.rows, r.duration_s, r.finished_at, int(r.failures))
+            RunPoint(
+                r.connector,
+                r.id,
+                r.task_id,
+                r.state,
+                r.rows,
+                r.duration_s,
+                r.finished_at,
+                int(r.failures),
+                _timings(r.timings),
+            )
             for r in run_rows
         ],
+        running=running,
         last_errors={r.connector: _failed(r) for r in error_rows},
         lags=lags,
         pools=pools,
+        pool_load=load,
         schedules=schedules,
     )
+
+
+def pool_load(engine: Engine) -> dict[str, PoolLoad]:
+    """What each pool named by an assignment holds (`ConnectorActivity.pool_load`, read alone)."""
+    with engine.connect() as conn:
+        return _pool_load(conn.execute(_POOL_LOAD))
 
 
 def failed_runs(engine: Engine, connector: str, limit: int = 10) -> list[FailedRun]:
@@ -165,4 +278,13 @@ def failed_runs(engine: Engine, connector: str, limit: int = 10) -> list[FailedR
 
 
 def _failed(r: Row[Any]) -> FailedRun:
-    return FailedRun(r.id, r.task_id, r.pool, r.started_at, r.finished_at, r.error)
+    return FailedRun(r.id, r.task_id, r.pool, r.started_at, r.finished_at, r.error, r.succeeded_since)
+
+
+def _pool_load(rows: Iterable[Row[Any]]) -> dict[str, PoolLoad]:
+    return {r.pool: PoolLoad(int(r.connectors), int(r.tasks)) for r in rows}
+
+
+def _timings(stats: dict[str, Any] | None) -> dict[str, float]:
+    """The numbers among a run's timings (a stat another version wrote differently is left out)."""
+    return {k: float(v) for k, v in (stats or {}).items() if isinstance(v, int | float) and not isinstance(v, bool)}
