@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,9 @@ __all__ = ["Runtime"]
 
 log = logging.getLogger(__name__)
 
+#: How stale the pools' recorded worker directories may be at create (the platform records them at start).
+WORKER_PATHS_MAX_AGE = 10.0
+
 
 @dataclass
 class Runtime:
@@ -44,6 +48,7 @@ class Runtime:
     topics: TopicStore
     registry: PluginRegistry
     providers: ConfigProviders
+    _worker_paths: tuple[float, dict[str, list[str]]] | None = None
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, upgrade: bool = True) -> Runtime:
@@ -162,7 +167,7 @@ class Runtime:
             ) from None
         # this runtime's settings, not a fresh read of the environment (a pydantic Settings: 12 ms)
         # Paths are judged by this process's directories and by those of the pools' workers that recorded theirs.
-        paths = AllowedPaths.from_settings(self.settings).where_tasks_run(self.pools.worker_paths())
+        paths = AllowedPaths.from_settings(self.settings).where_tasks_run(self.worker_paths())
         validated = validate_connector(name, config, self.registry, self.providers, paths)
         conflicts = claim_conflicts(validated, self._stored_configs, self.registry)
         conflicts.update(self._unknown_pool(validated.config))
@@ -175,6 +180,15 @@ class Runtime:
             "config": validated.config,
             "task_configs": validated.task_configs,
         }
+
+    def worker_paths(self, max_age: float = WORKER_PATHS_MAX_AGE) -> dict[str, list[str]]:
+        """The pools' recorded worker directories, read at most every `max_age` seconds. A change or
+        patch validates under its connector's row lock: a read there would take a second pooled
+        connection while every other writer holds one (50 parallel patches exhausted the pool)."""
+        now = time.monotonic()
+        if self._worker_paths is None or now - self._worker_paths[0] > max_age:
+            self._worker_paths = (now, self.pools.worker_paths())
+        return self._worker_paths[1]
 
     def _unknown_pool(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
         """`pool.preferred` names a registered pool (a typo would silently leave the preference unused)."""

@@ -135,14 +135,16 @@ def test_the_platform_runs_its_tasks_on_a_warm_pool_and_falls_back_to_local(
             assert sink.read_text() == "one\ntwo\n"
             assert _last_pools(runtime) == ["warm", "warm"]
             worker_log = (files / "warm+worker.log").read_text()
-            assert "runs fileSourceConnector" in worker_log and "runs fileSinkConnector" in worker_log
+            assert "runs 'fileSourceConnector-0'" in worker_log and "runs 'fileSinkConnector-0'" in worker_log
 
             # `connect run` in another shell uses the same worker.
             source.write_text("one\ntwo\nthree\n")
             runs = json.loads(_cli(env, "run", "fileSourceConnector", "fileSinkConnector", "--output", "json"))
             assert [(r["state"], r["pool"]) for r in runs] == [("SUCCEEDED", "warm")] * 2
             assert sink.read_text() == "one\ntwo\nthree\n"
-            assert (files / "warm+worker.log").read_text().count("runs fileSourceConnector, fileSinkConnector") == 1
+            assert (files / "warm+worker.log").read_text().count(
+                "runs 'fileSourceConnector-0', 'fileSinkConnector-0'"
+            ) == 1
 
             # Its server killed: the sensor's probe fails, the work moves to `local` (no grace to wait).
             killed = time.monotonic()

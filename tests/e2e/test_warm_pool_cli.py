@@ -34,7 +34,7 @@ def test_a_warm_pool_started_from_the_cli_syncs_and_stops_when_idle(cli: Cli, tm
         runs = json.loads(cli("run", "fileSourceConnector", "fileSinkConnector", "--output", "json").stdout)
         assert [(r["state"], r["pool"]) for r in runs] == [("SUCCEEDED", "warm")] * 2
         assert sink.read_text() == "one\ntwo\n"
-        assert "runs fileSourceConnector, fileSinkConnector" in (pools / "warm+worker.log").read_text()
+        assert "runs 'fileSourceConnector-0', 'fileSinkConnector-0'" in (pools / "warm+worker.log").read_text()
 
         deadline = time.monotonic() + 90  # 9 s idle, then the worker stops the server and itself
         while time.monotonic() < deadline and (pid_alive(server_pid) or pid_alive(worker_pid)):

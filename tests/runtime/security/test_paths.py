@@ -190,6 +190,7 @@ def test_a_create_checks_paths_where_the_tasks_run(runtime: Any, tmp_path: Path)
     assert "where its tasks run" in problem and f"pool `local` allows {here.resolve()}" in problem
     assert runtime.connectors.names() == []  # nothing stored
     runtime.create_connector("near", {**config, "file": str(here / "in.txt")})
-    runtime.pools.set_label("local", WORKER_PATHS_LABEL, None)  # the platform stopped
+    runtime.pools.set_label("local", WORKER_PATHS_LABEL, None)  # the platform stopped …
+    runtime._worker_paths = None  # … and the runtime's reading of it is older than its 10 s
     runtime.create_connector("far", {**config, "file": str(elsewhere / "in.txt")})
     assert runtime.connectors.names() == ["far", "near"]
