@@ -139,7 +139,9 @@ def test_the_platform_runs_its_tasks_on_a_warm_pool_and_falls_back_to_local(
 
             # `connect run` in another shell uses the same worker.
             source.write_text("one\ntwo\nthree\n")
-            runs = json.loads(_cli(env, "run", "fileSourceConnector", "fileSinkConnector", "--output", "json"))
+            # (with the platform's file directories: a worker runs only callers judged by its own rules)
+            shell = {**env, "CONNECT_FILE_ALLOWED_PATHS": str(tmp_path)}
+            runs = json.loads(_cli(shell, "run", "fileSourceConnector", "fileSinkConnector", "--output", "json"))
             assert [(r["state"], r["pool"]) for r in runs] == [("SUCCEEDED", "warm")] * 2
             assert sink.read_text() == "one\ntwo\nthree\n"
             assert (files / "warm+worker.log").read_text().count(
