@@ -98,13 +98,7 @@ class RunStore:
                         f"(rebalance generation {assigned.generation}), not `{pool}`: not run here"
                     )
             now = s.scalars(select(func.now())).one()
-            for other in s.scalars(
-                select(TaskRunRow).where(
-                    TaskRunRow.connector == connector,
-                    TaskRunRow.task_id == task_id,
-                    TaskRunRow.state == RunState.RUNNING,
-                )
-            ):
+            for other in s.scalars(_running(connector, task_id)):
                 if other.lease_expires_at > now and not _holder_died(other.worker_id):
                     raise TaskBusyError(_busy_message(connector, task_id, other))
                 other.state, other.finished_at = RunState.ABANDONED, now
@@ -140,13 +134,7 @@ class RunStore:
         only, by `acquire`'s rule: a launcher asks before paying for a Spark start; `acquire` decides."""
         with self._sessions() as s:
             now = s.scalars(select(func.now())).one()
-            for other in s.scalars(
-                select(TaskRunRow).where(
-                    TaskRunRow.connector == connector,
-                    TaskRunRow.task_id == task_id,
-                    TaskRunRow.state == RunState.RUNNING,
-                )
-            ):
+            for other in s.scalars(_running(connector, task_id)):
                 if other.lease_expires_at > now and not _holder_died(other.worker_id):
                     return _busy_message(connector, task_id, other)
         return None
@@ -258,6 +246,13 @@ def _busy_message(connector: str, task_id: int, other: TaskRunRow) -> str:
     return (
         f"task `{connector}-{task_id}` is already running as run {other.id} "
         f"(lease until {other.lease_expires_at.isoformat()}); wait for it to finish"
+    )
+
+
+def _running(connector: str, task_id: int) -> Any:
+    """The task's runs still marked RUNNING (whether their leases are live is `acquire`'s and `holder`'s rule)."""
+    return select(TaskRunRow).where(
+        TaskRunRow.connector == connector, TaskRunRow.task_id == task_id, TaskRunRow.state == RunState.RUNNING
     )
 
 
