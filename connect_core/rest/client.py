@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 import httpx
 
+from connect_core.rest.errors import WARNING_HEADER
 from connect_core.runtime.security.urls import mask_url_credentials
 from connect_core.runtime.store.connectors import ConnectorExistsError
 from connect_core.runtime.store.states import TargetState
@@ -129,8 +130,7 @@ class RestClient:
 
     def set_state(self, name: str, state: str) -> str | None:
         verb = _STATE_VERBS[state]
-        self._call("PUT", f"/connectors/{name}/{verb}")
-        return None
+        return self._send("PUT", f"/connectors/{name}/{verb}").headers.get(WARNING_HEADER) or None
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
         params = {"includeTasks": str(include_tasks).lower(), "onlyFailed": str(only_failed).lower()}

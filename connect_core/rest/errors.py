@@ -35,12 +35,14 @@ from connect_core.sdk.errors import ConflictError, ConnectError, NotFoundError, 
 
 __all__ = [
     "RETRY_AFTER_SECONDS",
+    "WARNING_HEADER",
     "ErrorAnswer",
     "answer_for",
     "install_error_handlers",
     "status_of",
     "storable_params",
     "validation_message",
+    "warned",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,21 @@ _STORE_ANSWERS = {
     db.CONFLICT: (409, "The request conflicted with a concurrent change; read the current state and retry."),
     db.INVALID: (400, "A value in the request cannot be stored (out of range or not valid text)."),
 }
+
+
+#: A response header with what went only half well (a connector paused whose DAG Airflow did not
+#: pause): Kafka's answers have no body for it, and its clients ignore headers they do not know.
+WARNING_HEADER = "Connect-Warning"
+_WARNING_CHARS = 500
+
+
+def warned(warning: str | None) -> dict[str, str]:
+    """The headers carrying `warning` (masked, on one line of printable ASCII), none without one."""
+    if not warning:
+        return {}
+    text = " ".join(mask_text(warning).split())
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return {WARNING_HEADER: text if len(text) <= _WARNING_CHARS else text[: _WARNING_CHARS - 3] + "..."}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from connect_core.rest import paging
 from connect_core.rest.deps import service
-from connect_core.rest.errors import answer_for, storable_params
+from connect_core.rest.errors import answer_for, storable_params, warned
 from connect_core.rest.service import ConnectService, server_info
 from connect_core.runtime.management import expand_kinds, expanded_dict
 from connect_core.runtime.store.connectors import Listing
@@ -199,14 +199,12 @@ def restart(
 
 @router.put("/connectors/{connector}/pause", status_code=202, summary="Pause (the DAG is paused)")
 def pause(svc: Svc, connector: str) -> Response:
-    svc.set_state(connector, TargetState.PAUSED)
-    return Response(status_code=202)
+    return Response(status_code=202, headers=warned(svc.set_state(connector, TargetState.PAUSED)))
 
 
 @router.put("/connectors/{connector}/resume", status_code=202, summary="Resume")
 def resume(svc: Svc, connector: str) -> Response:
-    svc.set_state(connector, TargetState.RUNNING)
-    return Response(status_code=202)
+    return Response(status_code=202, headers=warned(svc.set_state(connector, TargetState.RUNNING)))
 
 
 @router.put("/connectors/{connector}/stop", status_code=204, summary="Stop (no runs; config and offsets stay)")

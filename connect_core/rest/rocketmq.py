@@ -19,7 +19,7 @@ import functools
 import inspect
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from connect_core.rest import paging
 from connect_core.rest.deps import service
-from connect_core.rest.errors import answer_for
+from connect_core.rest.errors import answer_for, warned
 from connect_core.rest.service import ConnectService
 from connect_core.runtime.management import expanded_dict
 from connect_core.runtime.security import mask_config
@@ -41,6 +41,13 @@ __all__ = ["prefixed_router", "router"]
 router = APIRouter(tags=["RocketMQ Connect"])
 prefixed_router = APIRouter(tags=["RocketMQ Connect"])
 Svc = Annotated[ConnectService, Depends(service)]
+
+
+class _WithHeaders(NamedTuple):
+    """A route's body and the headers to send with it (a warning)."""
+
+    body: Any
+    headers: dict[str, str]
 
 
 def _route(method: str, path: str, *, root: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -59,6 +66,8 @@ def _route(method: str, path: str, *, root: bool = True) -> Callable[[Callable[.
                     body = await run_in_threadpool(fn, *args, **kwargs)
             except Exception as exc:  # every error, in the envelope (a store outage is a 503 too)
                 return _error(exc)
+            if isinstance(body, _WithHeaders):
+                return JSONResponse(content={"status": 200, "body": body.body}, headers=body.headers)
             return JSONResponse(content={"status": 200, "body": body})
 
         routers = [router, prefixed_router] if root else [prefixed_router]
@@ -235,17 +244,15 @@ def stop(svc: Svc, name: str) -> str:
 
 
 @_route("GET", "/connectors/{name}/pause")
-def pause(svc: Svc, name: str) -> str:
+def pause(svc: Svc, name: str) -> Any:  # "success", with a warning header
     """Pause a connector."""
-    svc.set_state(name, TargetState.PAUSED)
-    return "success"
+    return _WithHeaders("success", warned(svc.set_state(name, TargetState.PAUSED)))
 
 
 @_route("GET", "/connectors/{name}/resume")
-def resume(svc: Svc, name: str) -> str:
+def resume(svc: Svc, name: str) -> Any:  # "success", with a warning header
     """Resume a connector."""
-    svc.set_state(name, TargetState.RUNNING)
-    return "success"
+    return _WithHeaders("success", warned(svc.set_state(name, TargetState.RUNNING)))
 
 
 @_route("GET", "/connectors/{name}/config", root=False)

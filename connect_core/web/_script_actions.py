@@ -207,7 +207,8 @@ ACTIONS_SCRIPT = r"""
         entry.queued = { at: Date.now(), after: newestRun(entry.data), dagRun: dagRun, ended: null, endedPoll: 0 };
         draw(entry);
       }
-      say(name + ": " + todo.done, false);
+      const warning = res && res.headers.get("Connect-Warning");  // done, but Airflow's DAG not updated
+      say(name + ": " + todo.done + (warning ? " (warning: its DAG was not updated: " + warning + ")" : ""), !!warning);
     } catch (e) {
       say(name + ": " + action + " failed: " + e.message, true);
     }

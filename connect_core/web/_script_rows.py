@@ -163,8 +163,30 @@ ROWS_SCRIPT = r"""
   function link(href, text) {
     const a = el("a", text);
     a.href = href;
-    a.target = "_top";  // inside Airflow's iframe: open the DAG in the whole window
+    a.target = "_top";  // on its own (not framed): the whole window
+    a.addEventListener("click", (e) => {
+      if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+      if (navigateAirflow(href)) e.preventDefault();
+    });
     return a;
+  }
+
+  /** Inside Airflow's page the view is an iframe whose sandbox forbids navigating the top window
+   * (no allow-top-navigation), so a link cannot leave the frame. The frame is of Airflow's origin
+   * (allow-same-origin): Airflow's own router is asked to go there, as its links do (a history
+   * entry, then the popstate its router listens to). False when not framed by a page of this origin. */
+  function navigateAirflow(href) {
+    let top;
+    try {
+      top = window.top;
+      if (top === window || top.location.origin !== new URL(href).origin) return false;
+      const at = (top.history.state && typeof top.history.state.idx === "number") ? top.history.state.idx : 0;
+      top.history.pushState({ usr: null, key: Math.random().toString(36).slice(2, 10), idx: at + 1 }, "", href);
+      top.dispatchEvent(new top.PopStateEvent("popstate", { state: top.history.state }));
+      return true;
+    } catch (_) {
+      return false;  // another origin's page: the link's own target
+    }
   }
 
   /** The newest run id the row knows: a run newer than it ends "queued". */

@@ -272,6 +272,26 @@ def test_every_action_of_the_view_works_inside_airflow(
         sink_row.get_by_role("button", name="Start", exact=True).click()
         _wait("the sink started again", lambda: rest.state("fileSinkConnector") == "RUNNING", 15)
 
+        # The DAG link leaves the view for Airflow's page of the DAG, in the whole window (the frame's
+        # sandbox forbids navigating it: Airflow's router is asked to), and Back returns to the view.
+        source_row.get_by_role("link", name="runs", exact=True).click()
+        page.wait_for_url(f"{base}/dags/connect__fileSourceConnector/runs", timeout=15_000)
+        page.get_by_text(run_now).first.wait_for(timeout=30_000)  # Airflow's runs list, not a frame
+        assert page.locator("iframe").count() == 0
+        page.go_back()  # a history entry of Airflow's router: no page load
+        urls: list[str] = []
+        try:
+            _wait(
+                "back on the Connect page",
+                lambda: urls.append(page.url) or urls[-1].startswith(f"{base}/plugin/connect"),
+                15,
+            )
+        except AssertionError:
+            raise AssertionError(f"back at {urls[-1]}, not on the Connect page") from None
+        frame.get_by_text("Connect: 3 connector(s)").wait_for(timeout=30_000)
+        row("fileSourceConnector").get_by_role("link", name="DAG", exact=True).click()
+        page.wait_for_url(f"{base}/dags/connect__fileSourceConnector", timeout=15_000)
+
         # The Airflow log of the run the view started.
         page.goto(f"{base}/dags/connect__fileSourceConnector/runs/{quote(run_now, safe='')}/tasks/task_0")
         page.get_by_text("SUCCEEDED").first.wait_for(timeout=60_000)
