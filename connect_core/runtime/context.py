@@ -32,6 +32,9 @@ from connect_core.sdk.records import TopicPartition
 
 __all__ = ["Runtime"]
 
+#: `pool.preferred`'s field name, which pydantic also accepts as a key.
+_PREFERRED_POOL_FIELD = "pool_preferred"
+
 log = logging.getLogger(__name__)
 
 #: How stale the pools' recorded worker directories may be at create (the platform records them at start).
@@ -49,6 +52,7 @@ class Runtime:
     registry: PluginRegistry
     providers: ConfigProviders
     _worker_paths: tuple[float, dict[str, list[str]]] | None = None
+    _pool_names: tuple[float, list[str]] | None = None
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, upgrade: bool = True) -> Runtime:
@@ -98,7 +102,7 @@ class Runtime:
 
     def update_connector(self, name: str, config: Mapping[str, Any]) -> ConnectorInfo:
         """Validate and replace the config; its tasks get new configs and a new generation."""
-        info = self.connectors.update_config(name, **self.validated(name, config))
+        info = self.connectors.update_config(name, **self.validated(name, config, self.connectors.get(name).config))
         self.place_new_work(name)
         return info
 
@@ -150,9 +154,14 @@ class Runtime:
             connectors=None if name is None else [name],
         )
 
-    def validated(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    def validated(
+        self, name: str, config: Mapping[str, Any], previous: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """`config` checked (shape, plugin, fields, providers, paths) and split into task configs: the
-        store's arguments for a create or an update. ConfigError lists every problem."""
+        store's arguments for a create or an update. ConfigError lists every problem.
+
+        `previous`: the stored config it replaces, if known: what it already said and still says is
+        not judged by today's pools (a preferred pool deleted since must not block other changes)."""
         _check_config_name(name, config)
         try:  # every entrance (REST body or query, CLI file) passes here: too deep or too big stays out
             check_json_shape(
@@ -170,7 +179,7 @@ class Runtime:
         paths = AllowedPaths.from_settings(self.settings).where_tasks_run(self.worker_paths())
         validated = validate_connector(name, config, self.registry, self.providers, paths)
         conflicts = claim_conflicts(validated, self._stored_configs, self.registry)
-        conflicts.update(self._unknown_pool(validated.config))
+        conflicts.update(self._unknown_pool(validated.config, previous))
         if conflicts:
             lines = [f"{key}: {problem}" for key, problems in sorted(conflicts.items()) for problem in problems]
             raise ConfigError(f"Connector configuration for `{name}` is invalid: " + "; ".join(lines), conflicts)
@@ -181,21 +190,35 @@ class Runtime:
             "task_configs": validated.task_configs,
         }
 
+    def pool_names(self, max_age: float = WORKER_PATHS_MAX_AGE) -> list[str]:
+        """The registered pools' names, read at most every `max_age` seconds (as `worker_paths`, for
+        validations under a row lock)."""
+        now = time.monotonic()
+        if self._pool_names is None or now - self._pool_names[0] > max_age:
+            self._pool_names = (now, [p.name for p in self.pools.list(self.settings.heartbeat_timeout)])
+        return self._pool_names[1]
+
     def worker_paths(self, max_age: float = WORKER_PATHS_MAX_AGE) -> dict[str, list[str]]:
         """The pools' recorded worker directories, read at most every `max_age` seconds. A change or
         patch validates under its connector's row lock: a read there would take a second pooled
         connection while every other writer holds one (50 parallel patches exhausted the pool)."""
         now = time.monotonic()
         if self._worker_paths is None or now - self._worker_paths[0] > max_age:
-            self._worker_paths = (now, self.pools.worker_paths())
+            self._worker_paths = (now, self.pools.worker_paths(self.settings.heartbeat_timeout))
         return self._worker_paths[1]
 
-    def _unknown_pool(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
-        """`pool.preferred` names a registered pool (a typo would silently leave the preference unused)."""
+    def _unknown_pool(self, config: Mapping[str, Any], previous: Mapping[str, Any] | None) -> dict[str, list[str]]:
+        """`pool.preferred` names a registered pool (a typo would silently leave the preference unused),
+        when it is new or changed; and it is written so, the key placement reads."""
+        if _PREFERRED_POOL_FIELD in config:  # pydantic takes the field's name too; placement reads the key
+            return {_PREFERRED_POOL_FIELD: [f"write it `{PREFERRED_POOL_KEY}`: the key placement reads"]}
         wanted = config.get(PREFERRED_POOL_KEY)
-        if not wanted:
+        if not wanted or (previous is not None and previous.get(PREFERRED_POOL_KEY) == wanted):
             return {}
-        known = [p.name for p in self.pools.list(self.settings.heartbeat_timeout)]
+        known = self.pool_names()
+        if wanted in known:
+            return {}
+        known = self.pool_names(max_age=0)  # registered since the last reading?
         if wanted in known:
             return {}
         return {

@@ -37,6 +37,9 @@ RUNS_SHOWN = 20
 #: Characters kept of an error's one-line cause; of a trace in the list (its tail, for the JSON's
 #: readers: the page shows the cause) and in the error history.
 _CAUSE_CHARS = 300
+#: Of an error, the tail its cause is looked for in (the outermost exception and its message).
+_CAUSE_SOURCE_CHARS = 8192
+_TRACEBACK = "Traceback (most recent call last):"
 _LIST_TAIL = 600
 _HISTORY_TAIL = 16000
 
@@ -108,7 +111,12 @@ def one_line_cause(error: str | None) -> str | None:
     the class without its module (`ConfigError`, not `connect_core.sdk.errors.ConfigError`)."""
     if not error:
         return None
-    line = " ".join(root_cause(mask_text(error)).split())
+    # The outermost exception is at the end: masked, a tail a margin longer than the cause is read in
+    # (a tail cut inside the frames reads as frames: indented, after the trace's marker).
+    tail = error[-(_CAUSE_SOURCE_CHARS + _MASK_MARGIN) :]
+    if _TRACEBACK not in tail and '\n  File "' in tail:  # the tail of a trace whose start was cut
+        tail = f"{_TRACEBACK}\n  {tail}"
+    line = " ".join(root_cause(mask_text(tail)).split())
     name, sep, message = line.partition(": ")
     if sep and "." in name and name.replace(".", "").replace("_", "").isalnum():
         line = name.rsplit(".", 1)[1] + sep + message  # the class, not its module: the trace has it
@@ -264,12 +272,17 @@ def _rows(run: RunPoint) -> int | None:
     return None if run.rows is None else int(run.rows)
 
 
+#: What is masked beyond the characters shown: a secret the cut would split is still whole in it.
+_MASK_MARGIN = 2048
+
+
 def _tail(value: str | None, keep: int) -> str | None:
-    """Masked first (a cut could split a secret the masker would no longer know), then the tail."""
+    """The tail, masked before the last cut (a cut could split a secret the masker would no longer
+    know), on a slice only a margin longer than what is kept: masking is the poll's costliest part."""
     if not value:
         return None
-    masked = mask_text(value)
-    return masked if len(masked) <= keep else "…" + masked[-keep:]
+    masked = mask_text(value[-(keep + _MASK_MARGIN) :])
+    return masked if len(value) <= keep and len(masked) <= keep else "…" + masked[-keep:]
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -154,7 +154,7 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
     )
     print(f"DAGs appeared {time.monotonic() - registered:.1f} s after registering the connectors")
     # What the platform's task processes allow, for a create from another directory to check against.
-    assert runtime.pools.worker_paths()["local"] == [str(tmp_path.resolve())]
+    assert runtime.pools.worker_paths(runtime.settings.heartbeat_timeout)["local"] == [str(tmp_path.resolve())]
 
     source.write_text("over rest 1\nover rest 2\n")
     run = api.post("/dags/connect__fileSourceConnector/dagRuns", {"logical_date": None})
@@ -203,7 +203,7 @@ def test_platform_end_to_end(platform: tuple[str, dict[str, str]], runtime: Runt
     down = _cli(env, "airflow", "down")
     assert "stopping the platform at http://127.0.0.1:" in down and down.rstrip().endswith("stopped")
     assert not (Path(env["CONNECT_HOME"]) / "airflow" / "platform.json").exists()
-    assert runtime.pools.worker_paths() == {}
+    assert runtime.pools.worker_paths(runtime.settings.heartbeat_timeout) == {}
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{base}/api/v2/version", timeout=5)
     assert "no platform is running" in _cli(env, "airflow", "down")

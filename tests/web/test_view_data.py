@@ -169,3 +169,35 @@ def test_the_pools_counts_agree_with_the_connectors_rows(runtime: Runtime, tmp_p
         "fileSinkConnector-0",
         "third-0",
     ]
+
+
+def test_a_huge_error_is_stored_as_its_head_and_tail_and_shown_from_its_tail(runtime: Runtime, tmp_path: Path) -> None:
+    """A trace of every record of a batch: stored as its head and tail (the poll reads every
+    connector's last error), the cause still found at its end, masked."""
+    from connect_core.runtime.cluster.runs import MAX_ERROR_CHARS
+
+    file_pair(runtime, tmp_path)
+    frames = "".join(f'  File "/x/mod{i}.py", line {i}, in f\n    call()\n' for i in range(8000))
+    error = (
+        "Traceback (most recent call last):\n"
+        + frames
+        + "connect_core.sdk.errors.DataError: row 7 refused by jdbc:postgresql://app:hunter2@db:5432/x\n"
+    )
+    assert len(error) > 4 * MAX_ERROR_CHARS
+    lease = runtime.runs.acquire("fileSourceConnector", 0, 60, pool="local")
+    runtime.runs.finish(lease, RunState.FAILED, error, {})
+
+    with runtime.engine.connect() as conn:
+        stored = conn.execute(text("SELECT error FROM connect.task_runs WHERE id = :id"), {"id": lease.run_id}).scalar()
+    assert len(stored) < MAX_ERROR_CHARS + 100 and stored.startswith("Traceback") and " characters cut …" in stored
+    assert stored.endswith(error[-1000:])
+    last = _connectors(runtime)["fileSourceConnector"]["last_error"]
+    assert last["cause"].startswith("DataError: row 7 refused by jdbc:postgresql://app:****")
+    assert last["cause"].endswith("@db:5432/x") and "hunter2" not in last["cause"]
+    assert len(last["error"]) <= 601 and "hunter2" not in last["error"]
+    (history,) = (
+        TestClient(create_view_app(lambda: runtime))
+        .get("/errors.json", params={"connector": "fileSourceConnector"})
+        .json()
+    )
+    assert len(history["error"]) <= 16001 and "hunter2" not in history["error"] and history["error"].startswith("…")

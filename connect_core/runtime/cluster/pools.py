@@ -133,8 +133,14 @@ class PoolStore(AssignmentStore):
         }
         stmt = insert(SparkPoolRow).values(name=name, **values, standby=bool(standby))
         fresh = {"heartbeat_at": func.now(), "probe": {}, **({} if standby is None else {"standby": standby})}
+        # A re-registration (a PUT of the pool) keeps the directories its running worker recorded
+        # (`WORKER_PATHS_LABEL`, set by the worker's side, not by whoever edits the pool) unless it names them.
+        kept = func.jsonb_strip_nulls(
+            func.jsonb_build_object(WORKER_PATHS_LABEL, SparkPoolRow.labels[WORKER_PATHS_LABEL])
+        )
+        merged = kept.op("||")(stmt.excluded.labels)
         with self._sessions.begin() as s:
-            s.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={**values, **fresh}))
+            s.execute(stmt.on_conflict_do_update(index_elements=["name"], set_={**values, **fresh, "labels": merged}))
 
     def set_standby(self, name: str, standby: bool) -> None:
         """Make the pool a standby (work only while no other pool is up), or a preferred pool again."""
@@ -152,11 +158,21 @@ class PoolStore(AssignmentStore):
             labels = {k: v for k, v in (row.labels or {}).items() if k != key}
             row.labels = labels if value is None else {**labels, key: value}
 
-    def worker_paths(self) -> dict[str, list[str]]:
-        """pool → the directories its worker lets file connectors use, for the pools that recorded them."""
+    def worker_paths(self, heartbeat_timeout: float) -> dict[str, list[str]]:
+        """pool → the directories its worker lets file connectors use, for the live pools that recorded
+        them: a pool silent past `heartbeat_timeout` gets no work, so its label (maybe left by a
+        worker long gone) must not refuse creates."""
+        age = func.extract("epoch", func.now() - SparkPoolRow.heartbeat_at)
         with self._sessions() as s:
-            rows = s.execute(select(SparkPoolRow.name, SparkPoolRow.labels[WORKER_PATHS_LABEL].astext)).all()
-        return {name: [d for d in value.split(",") if d] for name, value in rows if value is not None}
+            rows = s.execute(
+                select(SparkPoolRow.name, SparkPoolRow.master, age, SparkPoolRow.labels[WORKER_PATHS_LABEL].astext)
+            ).all()
+        return {
+            name: [d for d in value.split(",") if d]
+            for name, master, seconds, value in rows
+            if value is not None
+            and (_is_local(master) or (seconds is not None and float(seconds) <= heartbeat_timeout))
+        }
 
     def remove(self, name: str) -> None:
         with self._sessions.begin() as s:

@@ -27,7 +27,7 @@ from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SourcePosition, TopicPartition
 
-__all__ = ["Lease", "RunStore", "StagedSegment", "TaskBusyError"]
+__all__ = ["MAX_ERROR_CHARS", "Lease", "RunStore", "StagedSegment", "TaskBusyError", "bounded_error"]
 
 
 class TaskBusyError(RetriableError):
@@ -204,7 +204,9 @@ class RunStore:
             self._connectors.upsert_sink_offsets(s, lease.connector, offsets, metadata)
 
     def finish(self, lease: Lease, state: RunState, error: str | None, stats: Mapping[str, Any]) -> None:
-        """Close a run that did not commit (FAILED, FENCED or ABANDONED); positions and offsets stay untouched."""
+        """Close a run that did not commit (FAILED, FENCED or ABANDONED); positions and offsets stay untouched.
+        A very long `error` is kept as its head and tail (`bounded_error`)."""
+        error = bounded_error(error)
         with self._sessions.begin() as s:
             run = s.get(TaskRunRow, lease.run_id, with_for_update=True)
             if run is None or run.state != RunState.RUNNING:
@@ -275,6 +277,22 @@ def _current_generation(s: Session, lease: Lease, lock: bool = False) -> int | N
         TaskConfigRow.connector == lease.connector, TaskConfigRow.task_id == lease.task_id
     )
     return s.scalar(query.with_for_update() if lock else query)
+
+
+#: Characters of a run's error kept in the store: its head (where the run was) and its tail (the
+#: outermost exception, the cause). A trace of every record of a batch would otherwise be stored,
+#: and read on every poll of the view, whole.
+MAX_ERROR_CHARS = 64 * 1024
+_ERROR_HEAD_CHARS = 8 * 1024
+
+
+def bounded_error(error: str | None) -> str | None:
+    """`error`, or its first and last characters with what was cut between them said."""
+    if error is None or len(error) <= MAX_ERROR_CHARS:
+        return error
+    tail = MAX_ERROR_CHARS - _ERROR_HEAD_CHARS
+    cut = len(error) - _ERROR_HEAD_CHARS - tail
+    return f"{error[:_ERROR_HEAD_CHARS]}\n… {cut:,} characters cut …\n{error[-tail:]}"
 
 
 def _set_task_status(

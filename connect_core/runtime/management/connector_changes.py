@@ -76,7 +76,7 @@ class ConnectorChanges(ConnectorReads):
             current: ConnectorInfo | None = self.rt.connectors.get(name)
         except NotFoundError:
             current = None
-        validated = self._validated_for_apply(name, config, new=current is None)
+        validated = self._validated_for_apply(name, config, None if current is None else current.config)
         changed = _changed_keys(current.config if current else {}, validated["config"])
         action: ApplyAction = "created" if current is None else "updated" if changed else "unchanged"
         if not dry_run and action != "unchanged":
@@ -89,16 +89,19 @@ class ConnectorChanges(ConnectorReads):
             "tasks": len(validated["task_configs"]),
         }
 
-    def _validated_for_apply(self, name: str, config: Mapping[str, Any], *, new: bool) -> dict[str, Any]:
-        """The runtime's validation, and for a new connector its name's: every problem in one error."""
+    def _validated_for_apply(
+        self, name: str, config: Mapping[str, Any], previous: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The runtime's validation, and for a new connector (no `previous` config) its name's: every
+        problem in one error."""
         problems: list[ConfigError] = []
-        if new:  # a stored name may predate the rule (it can still be updated); a new one must follow it
+        if previous is None:  # a stored name may predate the rule (it can still be updated); a new one must follow it
             try:
                 check_new_name(name)
             except ConfigError as exc:
                 problems.append(exc)
         try:
-            validated = self.rt.validated(name, config)
+            validated = self.rt.validated(name, config, previous)
         except ConfigError as exc:
             problems.append(exc)
         if len(problems) == 1:
@@ -150,13 +153,14 @@ class ConnectorChanges(ConnectorReads):
         _check_input(name, patch)
 
         def patched(current: dict[str, Any]) -> dict[str, Any]:
+            previous = dict(current)
             for key, value in patch.items():
                 if value is None:
                     current.pop(key, None)
                 else:
                     current[key] = value
             # The runtime's own validation (as create and PUT): one definition of a valid config.
-            return self.rt.validated(name, current)
+            return self.rt.validated(name, current, previous)
 
         patched_info = self.rt.connectors.modify_config(name, patched)
         self.rt.place_new_work(name)

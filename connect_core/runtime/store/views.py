@@ -91,12 +91,13 @@ _SUCCEEDED_SINCE = """
      ORDER BY s.id DESC LIMIT 1) AS succeeded_since
 """
 
-# Each connector's newest failed run with its error: the error text leaves the database only for it.
+# Each connector's newest failed run with its error: the error text leaves the database only for it,
+# and only its tail (where the cause is; the readers show less).
 _LAST_ERRORS = text(
     f"""
     SELECT e.*, {_SUCCEEDED_SINCE}
     FROM (
-        SELECT DISTINCT ON (connector) connector, id, task_id, pool, started_at, finished_at, error
+        SELECT DISTINCT ON (connector) connector, id, task_id, pool, started_at, finished_at, right(error, 32768) AS error
         FROM connect.task_runs
         WHERE state = 'FAILED' AND error IS NOT NULL
         ORDER BY connector, id DESC) e
@@ -144,7 +145,7 @@ _FAILED = text(
     f"""
     SELECT e.*, {_SUCCEEDED_SINCE}
     FROM (
-        SELECT connector, id, task_id, pool, started_at, finished_at, error
+        SELECT connector, id, task_id, pool, started_at, finished_at, right(error, 32768) AS error
         FROM connect.task_runs
         WHERE connector = :connector AND state = 'FAILED'
         ORDER BY id DESC

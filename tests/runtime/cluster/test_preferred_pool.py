@@ -62,3 +62,35 @@ def test_a_connector_runs_on_its_preferred_pool_while_it_is_up(runtime: Runtime)
     (problem,) = unknown.value.errors["pool.preferred"]
     assert "no Spark pool `bgi`" in problem and "big, local, small" in problem
     assert "typo" not in runtime.connectors.names()
+
+
+def test_a_deleted_preferred_pool_does_not_block_other_changes(runtime: Runtime) -> None:
+    """The pool a connector prefers is deleted: its other keys can still be changed (PATCH, PUT, apply
+    of the same preference), while a new or changed preference must name a pool there is."""
+    from connect_core.runtime.management import LocalManagement
+
+    runtime.registry = PluginRegistry([PLUGINS])
+    runtime.pools.add("east", "spark://127.0.0.1:7077", capacity=2)
+    config = {"connector.class": "CounterSource", "topic": "counter", "pool.preferred": "east"}
+    runtime.create_connector("counter", config)
+    runtime.pools.remove("east")
+    manage = LocalManagement(runtime)
+    manage.patch_config("counter", {"tasks.max": 2})
+    runtime.update_connector("counter", {**config, "tasks.max": 3})
+    assert manage.apply("counter", {**config, "tasks.max": 1})["action"] == "updated"
+    assert runtime.connectors.get("counter").config["pool.preferred"] == "east"
+    with pytest.raises(ConfigError) as changed:
+        manage.patch_config("counter", {"pool.preferred": "west"})
+    assert "no Spark pool `west`" in changed.value.errors["pool.preferred"][0]
+    runtime.pools.add("west", "spark://127.0.0.1:7078", capacity=2)  # just registered: not yet in the cached names
+    manage.patch_config("counter", {"pool.preferred": "west"})
+    assert _pools_of(runtime, "counter") == {"west"}
+
+
+def test_the_field_name_spelling_is_refused(runtime: Runtime) -> None:
+    """pydantic accepts a field's name as a key, but placement reads `pool.preferred`: `pool_preferred`
+    would be a preference silently unused."""
+    runtime.registry = PluginRegistry([PLUGINS])
+    with pytest.raises(ConfigError) as refused:
+        runtime.create_connector("c", {"connector.class": "CounterSource", "topic": "c", "pool_preferred": "local"})
+    assert "write it `pool.preferred`" in refused.value.errors["pool_preferred"][0]

@@ -194,3 +194,41 @@ def test_a_create_checks_paths_where_the_tasks_run(runtime: Any, tmp_path: Path)
     runtime._worker_paths = None  # … and the runtime's reading of it is older than its 10 s
     runtime.create_connector("far", {**config, "file": str(elsewhere / "in.txt")})
     assert runtime.connectors.names() == ["far", "near"]
+
+
+def test_a_silent_pool_s_label_does_not_refuse_creates(runtime: Any, tmp_path: Path) -> None:
+    """A pool that stopped heartbeating gets no work, so what its worker once allowed (a label left
+    behind, even one allowing nothing) does not refuse a create; once it is back, it counts again."""
+    from sqlalchemy import text
+
+    from connect_core.runtime.cluster.pools import WORKER_PATHS_LABEL
+
+    runtime.pools.add("ghost", "spark://127.0.0.1:7077", capacity=1)
+    runtime.pools.set_label("ghost", WORKER_PATHS_LABEL, "")
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE connect.spark_pools SET heartbeat_at = now() - interval '30 days' WHERE name = 'ghost'")
+        )
+    config = {"connector.class": "FileSourceConnector", "topic": "t", "file": str(tmp_path / "in.txt")}
+    runtime._worker_paths = None
+    runtime.create_connector("ok", config)
+    runtime.pools.heartbeat("ghost")
+    runtime._worker_paths = None
+    with pytest.raises(ConfigError) as refused:
+        runtime.create_connector("refused", config)
+    assert "pool `ghost` allows none" in refused.value.errors["filename"][0]
+
+
+def test_editing_a_pool_keeps_what_its_worker_recorded(runtime: Any, tmp_path: Path) -> None:
+    """A PUT of the pool (capacity, labels) replaces its labels, but not the directories its running
+    worker recorded: else creates would stop being checked against them."""
+    from connect_core.runtime.cluster.pools import WORKER_PATHS_LABEL
+
+    runtime.pools.add("east", "spark://127.0.0.1:7077", capacity=1, labels={"zone": "a"})
+    runtime.pools.set_label("east", WORKER_PATHS_LABEL, "/srv/data")
+    runtime.pools.add("east", "spark://127.0.0.1:7077", capacity=4, labels={"zone": "b"})
+    assert runtime.pools.get("east", 60).labels == {"zone": "b", WORKER_PATHS_LABEL: "/srv/data"}
+    runtime.pools.add("east", "spark://127.0.0.1:7077", capacity=4, labels={WORKER_PATHS_LABEL: "/srv/other"})
+    assert runtime.pools.get("east", 60).labels == {WORKER_PATHS_LABEL: "/srv/other"}  # named: as given
+    runtime.pools.add("west", "spark://127.0.0.1:7078", capacity=1, labels={"zone": "c"})
+    assert runtime.pools.get("west", 60).labels == {"zone": "c"}
