@@ -207,6 +207,12 @@ def _routed(registry: PluginRegistry, name: str, config: Any, outputs: list[str]
     return [check_topic_name(t) for t in routed] if routed else outputs
 
 
+#: How long a new connector whose tasks are not placed yet is left out of a parse: its create has
+#: committed and its placement (a moment later, in another transaction) has not; compiled now, its
+#: tasks would take Airflow's `default_pool` instead of their Spark pool's (the next parse has it).
+PLACEMENT_GRACE_SECONDS = 10
+
+
 def _connectors(
     engine: Engine, only: str | None, part: tuple[int, int] | None
 ) -> tuple[list[Any], dict[tuple[str, int], str]]:
@@ -219,6 +225,7 @@ def _connectors(
         ConnectorRow.config,
         ConnectorRow.target_state,
         tasks,
+        (func.now() - ConnectorRow.created_at < timedelta(seconds=PLACEMENT_GRACE_SECONDS)).label("fresh"),
     )
     if part is not None:
         query = query.where(_in_shard(ConnectorRow.name, *part))
@@ -234,7 +241,9 @@ def _connectors(
         if only is not None or part is not None:
             placed = placed.where(AssignmentRow.connector.in_([r[0] for r in rows]))
         placements = {(c, t): p for c, t, p in conn.execute(placed).all()}
-    return rows, placements
+    if only is None:  # a parse of every DAG: a connector created this moment waits for its placement
+        rows = [r for r in rows if not (r[6] and r[5] and not any((r[0], t) in placements for t in range(r[5])))]
+    return [r[:6] for r in rows], placements
 
 
 def _wanted(dag_id: str, only: str | None, part: tuple[int, int] | None) -> bool:

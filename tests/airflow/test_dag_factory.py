@@ -217,6 +217,7 @@ def test_names_stored_before_the_check_keep_their_dag(runtime: Runtime, tmp_path
     validated = runtime.validated("any", config)
     for legacy in ("a b", "a#b"):  # stored straight, as names were before the check
         runtime.connectors.create(legacy, **validated)
+    runtime.place_new_work()
     dags = _dags(runtime)
     assert set(dags) == {"connect__a_b", "connect_rebalance"}
     assert dags["connect__a_b"].tasks[0].connector == "a b"
@@ -246,11 +247,12 @@ def test_a_source_routed_by_regex_router_outlets_the_routed_topic(runtime: Runti
 
 
 def _store(runtime: Runtime, tmp_path: Path, names: list[str]) -> None:
-    """Connectors stored straight (no placement), as many as a shard test needs, quickly."""
+    """Connectors stored straight, as many as a shard test needs, quickly; then placed at once."""
     config = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t"}
     validated = runtime.validated("any", config)
     for name in names:
         runtime.connectors.create(name, **validated)
+    runtime.place_new_work()
 
 
 def _sharded(runtime: Runtime, shards: int) -> Settings:
@@ -347,3 +349,29 @@ def test_several_tasks_say_which_of_them_they_are(runtime: Runtime, tmp_path: Pa
     assert task.task_display_name.endswith("deep/out.txt") and len(task.task_display_name) < 100
     moves = _moves("wide", "sink", [str(far)], None, [])
     assert moves.label(1, 3).endswith("(2/3)") and moves.label(0, 1) == moves.what
+
+
+def test_a_connector_not_placed_yet_waits_for_its_placement(
+    runtime: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Created this moment, not placed yet (its placement commits a moment after the create): left out
+    of the parse, so its tasks never take Airflow's `default_pool`; placed, or older, it is there.
+    Inside a task it is always built (the task resolves its pool itself)."""
+    from sqlalchemy import text
+
+    config = {"connector.class": "FileSourceConnector", "file": str(tmp_path / "i"), "topic": "t"}
+    runtime.connectors.create("new", **runtime.validated("new", config))
+    assert "connect__new" not in _dags(runtime)
+    with monkeypatch.context() as inside_a_task:
+        inside_a_task.setenv("_AIRFLOW_PARSING_CONTEXT_DAG_ID", "connect__new")
+        assert set(_dags(runtime)) == {"connect__new"}
+    runtime.place_new_work("new")
+    assert _dags(runtime)["connect__new"].tasks[0].pool == "connect_local"
+
+    runtime.connectors.create("nowhere", **runtime.validated("nowhere", {**config, "topic": "t2"}))
+    # never placed (no pool could take it): after the grace, Airflow's default pool
+    with runtime.engine.begin() as conn:
+        conn.execute(
+            text("UPDATE connect.connectors SET created_at = now() - interval '1 minute' WHERE name = 'nowhere'")
+        )
+    assert _dags(runtime)["connect__nowhere"].tasks[0].pool == "default_pool"
