@@ -61,6 +61,7 @@ ALIASES: dict[str, str] = {
     "io.debezium.connector.postgresql.PostgresConnector": "PostgresCdcSourceConnector",
     "io.debezium.connector.mysql.MySqlConnector": "MariaDbCdcSourceConnector",
     "io.debezium.connector.mariadb.MariaDbConnector": "MariaDbCdcSourceConnector",
+    "io.confluent.connect.s3.S3SinkConnector": "S3SinkConnector",
 }
 #: Transformations' class names from other projects, as ours.
 TRANSFORM_ALIASES: dict[str, str] = {
