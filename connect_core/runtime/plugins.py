@@ -62,6 +62,8 @@ ALIASES: dict[str, str] = {
     "io.debezium.connector.mysql.MySqlConnector": "MariaDbCdcSourceConnector",
     "io.debezium.connector.mariadb.MariaDbConnector": "MariaDbCdcSourceConnector",
     "io.confluent.connect.s3.S3SinkConnector": "S3SinkConnector",
+    "org.apache.iceberg.connect.IcebergSinkConnector": "IcebergSinkConnector",
+    "io.tabular.iceberg.connect.IcebergSinkConnector": "IcebergSinkConnector",
 }
 #: Transformations' class names from other projects, as ours.
 TRANSFORM_ALIASES: dict[str, str] = {

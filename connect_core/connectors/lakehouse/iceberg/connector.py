@@ -1,0 +1,201 @@
+"""IcebergSinkConnector: topics into Iceberg tables through pyiceberg, exactly once.
+
+A run takes each topic's new records as Arrow in the driver (read from the topic's files by the
+Python workers, or in the driver itself for a small batch), routes them to their tables, and makes
+one Iceberg commit per table: the rows (appended, or the newest change per key replacing the
+key's rows: `_changes`) and, in the snapshot summary, the topic offsets the table has reached
+(`_offsets`). The runtime then commits the same offsets in its fenced Postgres commit. A run killed
+between the two commits is repaired by the next: each table's own offsets say which of the
+redelivered records it already holds.
+
+One task writes all partitions (`tasks.max` is capped at 1, as the Java sink's single commit
+coordinator): two tasks committing to one table would race for it and each record only its own
+partitions' offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connect_core.connectors.lakehouse import _changes
+from connect_core.connectors.lakehouse.iceberg import _catalog, _offsets, _schema, _write
+from connect_core.connectors.lakehouse.iceberg.config import TABLE_NAME, IcebergSinkConfig, problems
+from connect_core.sdk import LineageDataset, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk.errors import ConfigError, DataError
+from connect_core.sdk.records import CommittedOffset, TopicPartition
+from connect_core.sdk.transforms import KEY_COLUMN, is_value_column
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyspark.sql import SparkSession
+
+__all__ = ["IcebergSinkConnector", "IcebergSinkTask"]
+
+
+class IcebergSinkTask(SinkTask):
+    def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> Mapping[str, Any] | None:
+        self.cfg = IcebergSinkConfig.model_validate(self.config)
+        self.catalog: Catalog = _catalog.load_catalog(self.cfg)
+        #: table → the offsets it holds for this connector, read at its first use in the run
+        self.held: dict[str, _offsets.Offsets] = {}
+        return None
+
+    def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
+        written = deleted = 0
+        for topic in sorted({tp.topic for tp in batch.partitions}):
+            rows = self._rows(batch, topic)
+            _refuse_envelope(topic, rows)
+            for name, routed in self._routes(rows).items():
+                w, d = self._write_table(name, topic, routed)
+                written, deleted = written + w, deleted + d
+        return {"rows_written": written, "keys_deleted": deleted}
+
+    def close(self) -> None:
+        """Close the sql catalog's connection pool (the other catalogs hold HTTP sessions only)."""
+        engine = getattr(getattr(self, "catalog", None), "engine", None)
+        if engine is not None:
+            engine.dispose()
+
+    def _rows(self, batch: SinkBatch, topic: str) -> pa.Table:
+        """The topic's records of this batch, as one Arrow table in the driver."""
+        records = batch.arrow(topic)
+        if records is not None:
+            return records.collect_arrow(lambda batches: batches)
+        return batch.topic(topic).toArrow()
+
+    def _routes(self, rows: pa.Table) -> dict[str, pa.Table]:
+        """Table → its records: every listed table gets every record (as the Java sink's static
+        routing), or each record goes to the table its route field names."""
+        if not self.cfg.dynamic_enabled:
+            return {name: rows for name in self.cfg.tables}
+        field = str(self.cfg.route_field)
+        if field not in rows.column_names:
+            raise DataError(f"the records have no route field `{field}` (`iceberg.tables.route-field`)")
+        names = pc.cast(rows[field], pa.string())
+        routed: dict[str, pa.Table] = {}
+        for name in pc.unique(names).to_pylist():
+            if name is None or not TABLE_NAME.fullmatch(name):
+                shown = "null" if name is None else f"`{name[:80]}`"
+                raise DataError(f"route field `{field}` holds {shown}, which is no table name (`namespace.table`)")
+            routed[name] = rows.filter(pc.fill_null(pc.equal(names, name), False))
+        return routed
+
+    def _write_table(self, name: str, topic: str, rows: pa.Table) -> tuple[int, int]:
+        """Commit `rows` of `topic` not yet in table `name`: (rows written, keys deleted)."""
+        table = _schema.load_table(self.catalog, name)
+        if name not in self.held:
+            self.held[name] = _offsets.read(table, self.context.connector) if table is not None else {}
+        held = self.held[name]
+        fresh = _past(rows, held.get(topic, {}))
+        if fresh.num_rows == 0:
+            self.log.info("table %s already holds these records of topic %s: skipped", name, topic)
+            return 0, 0
+        keys: pa.Table | None = None
+        deleted = 0
+        if self.cfg.upserts:
+            change = _changes.changes(fresh, self._id_columns(name, fresh), self.cfg.cdc_field)
+            values, keys, deleted = change.rows, change.keys, change.deleted
+        else:
+            values = _changes.value_rows(fresh)
+        if table is None:
+            table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
+        table, values = _schema.conform(table, values, self.cfg, name)
+        reached = {**held, topic: {**held.get(topic, {}), **_changes.next_offsets(fresh)}}
+        _write.commit(table, values, keys, {_offsets.key(self.context.connector): _offsets.encode(reached)})
+        self.held[name] = reached
+        self.log.info(
+            "table %s: %d row(s) written, %d key(s) deleted, offsets of %s reached %s",
+            name,
+            values.num_rows,
+            deleted,
+            topic,
+            reached[topic],
+        )
+        return values.num_rows, deleted
+
+    def _id_columns(self, name: str, rows: pa.Table) -> list[str]:
+        found = self.cfg.id_columns(name)
+        if found:
+            return found
+        if KEY_COLUMN in rows.column_names and pa.types.is_struct(rows[KEY_COLUMN].type):
+            return [f.name for f in rows[KEY_COLUMN].type]
+        raise ConfigError(
+            f"upserts and deletes into `{name}` need its id columns: set `iceberg.tables.default-id-columns` "
+            f"(or `iceberg.table.{name}.id-columns`), or give the records a struct key",
+            {"iceberg.tables.default-id-columns": ["needed for upserts and deletes"]},
+        )
+
+
+def _past(rows: pa.Table, held: Mapping[int, int]) -> pa.Table:
+    """The rows at or past the offsets the table holds, by partition."""
+    old = None
+    for partition, below in held.items():
+        cond = pc.and_(pc.equal(rows["__partition"], partition), pc.less(rows["__offset"], below))
+        old = cond if old is None else pc.or_(old, cond)
+    return rows if old is None else rows.filter(pc.invert(old))
+
+
+def _refuse_envelope(topic: str, rows: pa.Table) -> None:
+    values = [c for c in rows.column_names if is_value_column(c)]
+    if {"before", "after", "op"} <= set(values) and pa.types.is_struct(rows["after"].type):
+        raise ConfigError(
+            f"topic `{topic}` holds change events in Debezium's envelope (before/after/op), not rows: add the "
+            "ExtractNewRecordState transform (`transforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState`, "
+            "`transforms.unwrap.add.fields=op`) and `iceberg.tables.cdc-field=__op`"
+        )
+
+
+class IcebergSinkConnector(SinkConnector[IcebergSinkConfig]):
+    """The offsets in each table's snapshots are authoritative for that table (as the JDBC sink's in
+    `connect_sink_offsets`): an offset reset or alteration through Connect is written to every
+    table the connector writes (a table property, see `_offsets`)."""
+
+    config_model = IcebergSinkConfig
+    task_class = IcebergSinkTask
+
+    def validate(self, config: IcebergSinkConfig) -> dict[str, list[str]]:
+        return problems(config)
+
+    def task_configs(self, config: IcebergSinkConfig, max_tasks: int) -> list[dict[str, Any]]:
+        base = config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})
+        return [{**base, **(config.model_extra or {}), "topics": list(config.topics)}]
+
+    def lineage(self, config: IcebergSinkConfig) -> list[LineageDataset]:
+        """Each listed table, in the namespace of its catalog: the REST server's URI, else the
+        warehouse directory (`file://` + path). Unknown when routed dynamically."""
+        if config.dynamic_enabled:
+            return []
+        if config.kind == "rest" and config.catalog_uri:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(config.catalog_uri)
+            host = parts.hostname or ""
+            namespace = f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path.rstrip('/')}"
+        else:
+            namespace = f"file://{config.catalog_warehouse or ''}"
+        return [LineageDataset(namespace, table) for table in config.tables]
+
+    def alter_offsets(
+        self, name: str, config: IcebergSinkConfig, offsets: Mapping[TopicPartition, int | None] | None
+    ) -> None:
+        """Written to every listed table that exists (a dynamically routed connector: every table of
+        the catalog whose history carries its offsets)."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        catalog = _catalog.load_catalog(config)
+        if config.dynamic_enabled:
+            names = [".".join(t) for ns in catalog.list_namespaces() for t in catalog.list_tables(ns)]
+        else:
+            names = list(config.tables)
+        for table_name in names:
+            try:
+                table = catalog.load_table(table_name)
+            except NoSuchTableError:
+                continue
+            if config.dynamic_enabled and not _offsets.read(table, name):
+                continue
+            _offsets.alter(table, name, offsets)

@@ -1,0 +1,58 @@
+"""The Iceberg commit of a batch (`iceberg._write`) on real tables of a SQL catalog: both ways of
+deleting a batch's keys (pyiceberg's `In` filter, the Arrow join for large batches) leave the same
+rows, touch only the files that may hold the keys, and carry the offsets in every snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from connect_core.connectors.lakehouse.iceberg import _write
+from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
+from tests.connectors.lakehouse.iceberg_helpers import Lake
+
+
+def _batch(ids: range, region: str, tag: str) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "region": pa.array([region] * len(ids), pa.string()),
+            "tag": pa.array([f"{tag}{i}" for i in ids], pa.string()),
+        }
+    )
+
+
+@pytest.mark.parametrize("arrow_delete_keys", [0, 1_000_000], ids=["arrow-join", "pyiceberg-filter"])
+@pytest.mark.parametrize("key", [("id",), ("id", "region")], ids=["one-column", "composite"])
+def test_a_batch_replaces_its_keys_rows_in_the_files_that_hold_them(
+    target: Database,  # noqa: F811
+    tmp_path: Path,
+    arrow_delete_keys: int,
+    key: tuple[str, ...],
+) -> None:
+    lake = Lake(target, tmp_path / "warehouse")
+    catalog = lake.catalog()
+    catalog.create_namespace("t")
+    table = catalog.create_table("t.rows", schema=_batch(range(0), "", "").schema)
+    for start in (0, 100, 200):  # three files, keys 0-99, 100-199, 200-299
+        _write.commit(table, _batch(range(start, start + 100), "eu", "v"), None, {"connect.offsets.x": "{}"})
+        table = catalog.load_table("t.rows")
+    files_before = set(lake.data_files("t.rows"))
+
+    changed = _batch(range(150, 160), "eu", "new")  # keys of the second file only
+    keys = pa.table({"id": pa.array([*range(150, 160), 170, 171]), "region": ["eu"] * 12})  # 170, 171: deleted
+    _write.commit(table, changed, keys.select(list(key)), {"connect.offsets.x": '{"t":{"0":9}}'}, arrow_delete_keys)
+
+    expected = sorted(
+        [(i, "eu", "v" + str(i)) for i in range(300) if not 150 <= i < 160 and i not in (170, 171)]
+        + [(i, "eu", "new" + str(i)) for i in range(150, 160)]
+    )
+    assert lake.scan("t.rows", ("id", "region", "tag")) == expected == lake.parquet("t.rows", ("id", "region", "tag"))
+    files_after = set(lake.data_files("t.rows"))
+    assert len(files_before - files_after) == 1  # only the file of keys 100-199 was rewritten
+    table = catalog.load_table("t.rows")
+    snapshot = table.current_snapshot()
+    parent = table.snapshot_by_id(snapshot.parent_snapshot_id)
+    assert snapshot.summary["connect.offsets.x"] == parent.summary["connect.offsets.x"] == '{"t":{"0":9}}'
