@@ -1,0 +1,116 @@
+"""One Delta commit per table per batch: the batch's rows and the offsets they reach.
+
+An append is `write_deltalake(mode="append")`; changes by key are one `merge`: its source is the
+newest row of each upserted key and the key of each deleted one, flagged, so that matched keys
+are deleted or updated, and new keys inserted, in one commit. delta-rs scans only the files whose
+statistics may hold a key of the batch and rewrites those. Either commit carries the topic
+partitions' app transactions (`_offsets`), so the rows and the offsets they reach land together.
+
+delta-rs writes the data files and commits in one call, so `mid_sink` stands right before it: a
+kill inside the call leaves at most data files no version references (vacuum removes them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from connect_core.connectors.lakehouse.delta._tables import Location
+from connect_core.sdk.errors import DataError, RetriableError
+from connect_core.sdk.testing import faults
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable, Transaction
+
+__all__ = ["DELETE_FLAG", "append", "merge", "merge_source"]
+
+#: The merge source's column marking a deleted key (a `__` name: never a value column of a topic).
+DELETE_FLAG = "__connect_delete"
+
+
+def append(
+    where: Location,
+    table: DeltaTable | None,
+    rows: pa.Table,
+    txns: list[Transaction],
+    partition_by: list[str] | None = None,
+) -> None:
+    """Append `rows` (creating the table with them, partitioned by `partition_by`, when `table` is None)."""
+    from deltalake import CommitProperties, write_deltalake
+
+    faults.checkpoint("mid_sink")
+    _committing(
+        where,
+        lambda: write_deltalake(
+            table if table is not None else where.uri,
+            rows,
+            mode="append",
+            partition_by=partition_by if table is None else None,
+            storage_options=(dict(where.storage) or None) if table is None else None,
+            commit_properties=CommitProperties(app_transactions=txns),
+        ),
+    )
+
+
+def merge_source(rows: pa.Table, keys: pa.Table) -> pa.Table:
+    """`rows` (flag false) and the keys of `keys` that no row has (flag true, other columns null)."""
+    names = keys.column_names
+    keys = pa.table({n: keys[n].cast(rows.schema.field(n).type) for n in names})
+    gone = keys.join(rows.select(names), names, join_type="left anti") if rows.num_rows else keys
+    columns = []
+    for f in rows.schema:
+        column = gone[f.name].cast(f.type) if f.name in names else pa.nulls(gone.num_rows, f.type)
+        columns.append(
+            pa.concat_arrays(
+                [
+                    rows[f.name].combine_chunks(),
+                    column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column,
+                ]
+            )
+        )
+    flags = pa.array([False] * rows.num_rows + [True] * gone.num_rows, pa.bool_())
+    return pa.Table.from_arrays([*columns, flags], names=[*rows.column_names, DELETE_FLAG])
+
+
+def merge(
+    where: Location, table: DeltaTable, rows: pa.Table, keys: pa.Table, txns: list[Transaction]
+) -> dict[str, Any]:
+    """Delete the keys of `keys` that `rows` lacks, update or insert `rows`, by the columns of `keys`, in one commit."""
+    from deltalake import CommitProperties
+
+    source = merge_source(rows, keys)
+    on = " AND ".join(f't."{k}" = s."{k}"' for k in keys.column_names)
+    flag = f's."{DELETE_FLAG}"'
+    merger = (
+        table.merge(
+            source,
+            on,
+            source_alias="s",
+            target_alias="t",
+            commit_properties=CommitProperties(app_transactions=txns),
+        )
+        .when_matched_delete(flag)
+        .when_matched_update_all(f"NOT {flag}", except_cols=[DELETE_FLAG])
+        .when_not_matched_insert_all(f"NOT {flag}", except_cols=[DELETE_FLAG])
+    )
+    faults.checkpoint("mid_sink")
+    return dict(_committing(where, merger.execute))
+
+
+def _committing(where: Location, commit: Any) -> Any:
+    """Run `commit`: one refused because another writer committed first, or a store that did not
+    answer, is retriable; rows the table's schema refuses are a data error. Messages are scrubbed
+    of the storage credentials."""
+    from deltalake.exceptions import CommitFailedError, DeltaError, SchemaMismatchError
+
+    try:
+        return commit()
+    except CommitFailedError as exc:
+        raise RetriableError(
+            f"Delta table `{where.uri}` changed under this commit; the run is retried: {where.scrub(str(exc))[:500]}"
+        ) from None
+    except SchemaMismatchError as exc:
+        raise DataError(f"Delta table `{where.uri}` refused the rows: {where.scrub(str(exc))[:500]}") from None
+    except (OSError, DeltaError) as exc:
+        raise RetriableError(f"Delta table `{where.uri}` could not be written: {where.scrub(str(exc))[:500]}") from None

@@ -1,0 +1,215 @@
+"""DeltaSinkConnector: topics into Delta tables through delta-rs (`deltalake`), exactly once.
+
+A run takes each topic's new records as Arrow in the driver (read from the topic's files by the
+Python workers, or in the driver itself for a small batch), finds the topic's table (`_tables`),
+and makes one Delta commit per table: the rows (appended, or the newest change per key merged:
+`_changes`) and, as application transactions, the topic offsets the table has reached
+(`_offsets`). The runtime then commits the same offsets in its fenced Postgres commit. A run killed
+between the two commits is repaired by the next: each table's app transactions say which of the
+redelivered records it already holds, and those are skipped.
+
+One task writes all partitions (`tasks.max` is capped at 1, as the Iceberg sink): two tasks
+committing to one table would race for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connect_core.connectors.lakehouse import _changes
+from connect_core.connectors.lakehouse.delta import _offsets, _schema, _upkeep, _write
+from connect_core.connectors.lakehouse.delta._tables import Location, checked, locate
+from connect_core.connectors.lakehouse.delta.config import TOPIC, DeltaSinkConfig, problems
+from connect_core.sdk import LineageDataset, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk.config import is_placeholder
+from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.records import CommittedOffset, TopicPartition
+from connect_core.sdk.transforms import KEY_COLUMN, is_value_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DeltaSinkConnector", "DeltaSinkTask"]
+
+
+class DeltaSinkTask(SinkTask):
+    def open(self, committed: Mapping[TopicPartition, CommittedOffset]) -> Mapping[str, Any] | None:
+        self.cfg = checked(DeltaSinkConfig.model_validate(dict(self.config)))
+        #: (table URI, topic) → the next offset of each partition the table holds, read at first use
+        #: in the run (a router may send a topic's records to a table known only from the batch)
+        self.held: dict[tuple[str, str], dict[int, int]] = {}
+        return None
+
+    def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
+        written = deleted = 0
+        tables: set[str] = set()
+        for topic in sorted({tp.topic for tp in batch.partitions}):
+            rows = self._rows(batch, topic)
+            _refuse_envelope(topic, rows)
+            where = locate(self.cfg, batch.destination(topic))
+            partitions = [tp.partition for tp in batch.partitions if tp.topic == topic]
+            w, d = self._write_table(where, topic, rows, partitions)
+            written, deleted = written + w, deleted + d
+            tables.add(where.uri)
+        return {"rows_written": written, "keys_deleted": deleted, "tables": sorted(tables)}
+
+    def _rows(self, batch: SinkBatch, topic: str) -> pa.Table:
+        """The topic's records of this batch, as one Arrow table in the driver."""
+        records = batch.arrow(topic)
+        if records is not None:
+            return records.collect_arrow(lambda batches: batches)
+        return batch.topic(topic).toArrow()
+
+    def _write_table(self, where: Location, topic: str, rows: pa.Table, partitions: list[int]) -> tuple[int, int]:
+        """Commit `rows` of `topic` not yet in the table at `where`: (rows written, keys deleted)."""
+        table = where.load()
+        held = self.held.get((where.uri, topic))
+        if held is None:
+            held = _offsets.held(table, self.context.connector, topic, partitions)
+        fresh = _past(rows, held)
+        if fresh.num_rows == 0:
+            self.log.info("Delta table %s already holds these records of topic %s: skipped", where.uri, topic)
+            return 0, 0
+        advanced = _changes.next_offsets(fresh)
+        txns = _offsets.transactions(self.context.connector, topic, advanced)
+        keys: pa.Table | None = None
+        deleted = 0
+        if self.cfg.upserts:
+            change = _changes.changes(fresh, self._id_columns(where, fresh), self.cfg.cdc_field)
+            values, keys, deleted = change.rows, change.keys, change.deleted
+        else:
+            values = _changes.value_rows(fresh)
+        if table is None:
+            if not self.cfg.auto_create:
+                raise ConfigError(
+                    f"Delta table `{where.uri}` does not exist: create it, or set "
+                    "`delta.tables.auto-create-enabled=true`"
+                )
+            _schema.delta_types(values.schema)  # a column Delta cannot hold: a clear error first
+            # a new table has no rows to delete: its first commit creates it with the rows and offsets
+            _write.append(where, None, values, txns, _schema.check_partitions(self.cfg, values.schema, where.uri))
+        else:
+            values = _schema.conform(table, values, self.cfg, where.uri)
+            if keys is not None:
+                _write.merge(where, table, values, keys, txns)
+            else:
+                _write.append(where, table, values, txns)
+        self.held[(where.uri, topic)] = {**held, **advanced}
+        self.log.info(
+            "Delta table %s: %d row(s) written, %d key(s) deleted, offsets of %s reached %s",
+            where.uri,
+            values.num_rows,
+            deleted,
+            topic,
+            self.held[(where.uri, topic)],
+        )
+        return values.num_rows, deleted
+
+    def _id_columns(self, where: Location, rows: pa.Table) -> list[str]:
+        if self.cfg.id_columns:
+            return list(self.cfg.id_columns)
+        if KEY_COLUMN in rows.column_names and pa.types.is_struct(rows[KEY_COLUMN].type):
+            return [f.name for f in rows[KEY_COLUMN].type]
+        raise ConfigError(
+            f"upserts and deletes into Delta table `{where.uri}` need its id columns: set "
+            "`delta.tables.id-columns`, or give the records a struct key",
+            {"delta.tables.id-columns": ["needed for upserts and deletes"]},
+        )
+
+
+def _past(rows: pa.Table, held: Mapping[int, int]) -> pa.Table:
+    """The rows at or past the offsets the table holds, by partition."""
+    old = None
+    for partition, below in held.items():
+        cond = pc.and_(pc.equal(rows["__partition"], partition), pc.less(rows["__offset"], below))
+        old = cond if old is None else pc.or_(old, cond)
+    return rows if old is None else rows.filter(pc.invert(old))
+
+
+def _refuse_envelope(topic: str, rows: pa.Table) -> None:
+    values = [c for c in rows.column_names if is_value_column(c)]
+    if {"before", "after", "op"} <= set(values) and pa.types.is_struct(rows["after"].type):
+        raise ConfigError(
+            f"topic `{topic}` holds change events in Debezium's envelope (before/after/op), not rows: add the "
+            "ExtractNewRecordState transform (`transforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState`, "
+            "`transforms.unwrap.add.fields=op`) and `delta.tables.cdc-field=__op`"
+        )
+
+
+class DeltaSinkConnector(SinkConnector[DeltaSinkConfig]):
+    """The app transactions of each table are authoritative for that table (as the JDBC sink's
+    `connect_sink_offsets`): an offset reset or alteration through Connect is written to every
+    table of the connector's topics as a commit of no rows (see `_offsets`).
+
+    `optimize` and `vacuum` are the tables' upkeep, called per connector (not yet tasks of its DAG)."""
+
+    config_model = DeltaSinkConfig
+    task_class = DeltaSinkTask
+
+    def validate(self, config: DeltaSinkConfig) -> dict[str, list[str]]:
+        return problems(config)
+
+    def task_configs(self, config: DeltaSinkConfig, max_tasks: int) -> list[dict[str, Any]]:
+        base = config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})
+        return [{**base, **(config.model_extra or {}), "topics": list(config.topics)}]
+
+    def lineage(self, config: DeltaSinkConfig) -> list[LineageDataset]:
+        """Each topic's table: `file://host` + its directory, or `s3://bucket` + its key prefix.
+        Unknown when a transform (a router) may rename the topics a `${topic}` location names, or
+        when the location comes from a config provider (known only where the task runs)."""
+        if (config.transforms and TOPIC in config.location) or is_placeholder(config.location):
+            return []
+        found: dict[str, LineageDataset] = {}
+        for topic in config.topics:
+            dataset = locate(config, topic).dataset(topic)
+            found.setdefault(f"{dataset.namespace}|{dataset.name}", dataset)
+        return list(found.values())
+
+    def tables(self, config: DeltaSinkConfig) -> dict[str, tuple[Location, list[str]]]:
+        """Table URI → (its location, the configured topics written to it). ConfigError when a
+        router may rename the topics of a `${topic}` location: their tables are not known then."""
+        if config.transforms and TOPIC in config.location:
+            raise ConfigError(
+                "the tables of this connector follow its topics as its transforms rename them "
+                "(`${topic}` in the location, with `transforms`): they cannot be found from its config"
+            )
+        found: dict[str, tuple[Location, list[str]]] = {}
+        for topic in config.topics:
+            where = locate(checked(config), topic)
+            found.setdefault(where.uri, (where, []))[1].append(topic)
+        return found
+
+    def alter_offsets(
+        self, name: str, config: DeltaSinkConfig, offsets: Mapping[TopicPartition, int | None] | None
+    ) -> None:
+        """Written to every table of the connector's topics that exists (a partition's offset in the
+        table of its topic)."""
+        for where, topics in self.tables(config).values():
+            table = where.load()
+            if table is None:
+                continue
+            mine = None if offsets is None else {tp: o for tp, o in offsets.items() if tp.topic in topics}
+            if mine is None or mine:
+                _offsets.alter(table, name, topics, mine)
+
+    def optimize(self, config: DeltaSinkConfig) -> dict[str, dict[str, Any]]:
+        """Compact each existing table's small files: table URI → delta-rs's metrics."""
+        return {
+            uri: _upkeep.optimize(where, config.optimize_target_size)
+            for uri, (where, _) in self.tables(config).items()
+            if where.load() is not None
+        }
+
+    def vacuum(self, config: DeltaSinkConfig, retention_hours: int | None = None) -> dict[str, list[str]]:
+        """Delete each existing table's files no version of the retention (`delta.vacuum.retention-hours`
+        unless given) needs: table URI → the files deleted."""
+        hours = config.vacuum_retention_hours if retention_hours is None else retention_hours
+        return {
+            uri: _upkeep.vacuum(where, hours)
+            for uri, (where, _) in self.tables(config).items()
+            if where.load() is not None
+        }
