@@ -13,17 +13,27 @@ Pure pyarrow, no Spark: it runs on the rows the sink already holds in the driver
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connect_core.sdk.errors import DataError
+from connect_core.sdk.errors import ConfigError, DataError
 from connect_core.sdk.transforms import KEY_COLUMN, TOMBSTONE_COLUMN, is_value_column
 
-__all__ = ["DELETED_FIELD", "DELETE_OPS", "ChangeSet", "changes", "next_offsets", "value_rows"]
+__all__ = [
+    "DELETED_FIELD",
+    "DELETE_OPS",
+    "ChangeSet",
+    "changes",
+    "key_fields",
+    "next_offsets",
+    "past",
+    "refuse_envelope",
+    "value_rows",
+]
 
 #: Debezium's rewrite-mode flag column (ExtractNewRecordState `delete.handling.mode=rewrite`).
 DELETED_FIELD = "__deleted"
@@ -125,3 +135,31 @@ def _deleted(rows: pa.Table, cdc_field: str | None) -> Any:
         flag = pc.utf8_lower(pc.cast(rows[DELETED_FIELD], pa.string()))
         flags = pc.or_(flags, pc.fill_null(pc.equal(flag, "true"), False))
     return flags.combine_chunks() if isinstance(flags, pa.ChunkedArray) else flags
+
+
+def past(rows: pa.Table, held: Mapping[int, int]) -> pa.Table:
+    """The rows at or past the offsets a table holds (`held`, by partition): what it has not taken."""
+    old = None
+    for partition, below in held.items():
+        cond = pc.and_(pc.equal(rows["__partition"], partition), pc.less(rows["__offset"], below))
+        old = cond if old is None else pc.or_(old, cond)
+    return rows if old is None else rows.filter(pc.invert(old))
+
+
+def key_fields(rows: pa.Table) -> list[str] | None:
+    """The fields of the records' struct key (the default id columns), None without one."""
+    if KEY_COLUMN in rows.column_names and pa.types.is_struct(rows[KEY_COLUMN].type):
+        return [f.name for f in rows[KEY_COLUMN].type]
+    return None
+
+
+def refuse_envelope(topic: str, rows: pa.Table, cdc_field_key: str) -> None:
+    """A ConfigError when `topic` holds Debezium's envelope (before/after/op) rather than rows: a
+    table takes rows; the unwrap transform (and the sink's `cdc_field_key`) says how."""
+    values = [c for c in rows.column_names if is_value_column(c)]
+    if {"before", "after", "op"} <= set(values) and pa.types.is_struct(rows["after"].type):
+        raise ConfigError(
+            f"topic `{topic}` holds change events in Debezium's envelope (before/after/op), not rows: add the "
+            "ExtractNewRecordState transform (`transforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState`, "
+            f"`transforms.unwrap.add.fields=op`) and `{cdc_field_key}=__op`"
+        )

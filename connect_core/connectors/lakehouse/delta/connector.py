@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from connect_core.connectors.lakehouse import _changes
 from connect_core.connectors.lakehouse.delta import _offsets, _schema, _upkeep, _write
@@ -28,7 +27,6 @@ from connect_core.sdk import LineageDataset, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.config import is_placeholder
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
-from connect_core.sdk.transforms import KEY_COLUMN, is_value_column
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,7 +47,7 @@ class DeltaSinkTask(SinkTask):
         tables: set[str] = set()
         for topic in sorted({tp.topic for tp in batch.partitions}):
             rows = self._rows(batch, topic)
-            _refuse_envelope(topic, rows)
+            _changes.refuse_envelope(topic, rows, "delta.tables.cdc-field")
             where = locate(self.cfg, batch.destination(topic))
             partitions = [tp.partition for tp in batch.partitions if tp.topic == topic]
             w, d = self._write_table(where, topic, rows, partitions)
@@ -70,7 +68,7 @@ class DeltaSinkTask(SinkTask):
         held = self.held.get((where.uri, topic))
         if held is None:
             held = _offsets.held(table, self.context.connector, topic, partitions)
-        fresh = _past(rows, held)
+        fresh = _changes.past(rows, held)
         if fresh.num_rows == 0:
             self.log.info("Delta table %s already holds these records of topic %s: skipped", where.uri, topic)
             return 0, 0
@@ -112,31 +110,13 @@ class DeltaSinkTask(SinkTask):
     def _id_columns(self, where: Location, rows: pa.Table) -> list[str]:
         if self.cfg.id_columns:
             return list(self.cfg.id_columns)
-        if KEY_COLUMN in rows.column_names and pa.types.is_struct(rows[KEY_COLUMN].type):
-            return [f.name for f in rows[KEY_COLUMN].type]
+        from_key = _changes.key_fields(rows)
+        if from_key:
+            return from_key
         raise ConfigError(
             f"upserts and deletes into Delta table `{where.uri}` need its id columns: set "
             "`delta.tables.id-columns`, or give the records a struct key",
             {"delta.tables.id-columns": ["needed for upserts and deletes"]},
-        )
-
-
-def _past(rows: pa.Table, held: Mapping[int, int]) -> pa.Table:
-    """The rows at or past the offsets the table holds, by partition."""
-    old = None
-    for partition, below in held.items():
-        cond = pc.and_(pc.equal(rows["__partition"], partition), pc.less(rows["__offset"], below))
-        old = cond if old is None else pc.or_(old, cond)
-    return rows if old is None else rows.filter(pc.invert(old))
-
-
-def _refuse_envelope(topic: str, rows: pa.Table) -> None:
-    values = [c for c in rows.column_names if is_value_column(c)]
-    if {"before", "after", "op"} <= set(values) and pa.types.is_struct(rows["after"].type):
-        raise ConfigError(
-            f"topic `{topic}` holds change events in Debezium's envelope (before/after/op), not rows: add the "
-            "ExtractNewRecordState transform (`transforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState`, "
-            "`transforms.unwrap.add.fields=op`) and `delta.tables.cdc-field=__op`"
         )
 
 

@@ -27,7 +27,6 @@ from connect_core.connectors.lakehouse.iceberg.config import TABLE_NAME, Iceberg
 from connect_core.sdk import LineageDataset, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError, DataError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
-from connect_core.sdk.transforms import KEY_COLUMN, is_value_column
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -48,7 +47,7 @@ class IcebergSinkTask(SinkTask):
         written = deleted = 0
         for topic in sorted({tp.topic for tp in batch.partitions}):
             rows = self._rows(batch, topic)
-            _refuse_envelope(topic, rows)
+            _changes.refuse_envelope(topic, rows, "iceberg.tables.cdc-field")
             for name, routed in self._routes(rows).items():
                 w, d = self._write_table(name, topic, routed)
                 written, deleted = written + w, deleted + d
@@ -90,7 +89,7 @@ class IcebergSinkTask(SinkTask):
         if name not in self.held:
             self.held[name] = _offsets.read(table, self.context.connector) if table is not None else {}
         held = self.held[name]
-        fresh = _past(rows, held.get(topic, {}))
+        fresh = _changes.past(rows, held.get(topic, {}))
         if fresh.num_rows == 0:
             self.log.info("table %s already holds these records of topic %s: skipped", name, topic)
             return 0, 0
@@ -121,31 +120,13 @@ class IcebergSinkTask(SinkTask):
         found = self.cfg.id_columns(name)
         if found:
             return found
-        if KEY_COLUMN in rows.column_names and pa.types.is_struct(rows[KEY_COLUMN].type):
-            return [f.name for f in rows[KEY_COLUMN].type]
+        from_key = _changes.key_fields(rows)
+        if from_key:
+            return from_key
         raise ConfigError(
             f"upserts and deletes into `{name}` need its id columns: set `iceberg.tables.default-id-columns` "
             f"(or `iceberg.table.{name}.id-columns`), or give the records a struct key",
             {"iceberg.tables.default-id-columns": ["needed for upserts and deletes"]},
-        )
-
-
-def _past(rows: pa.Table, held: Mapping[int, int]) -> pa.Table:
-    """The rows at or past the offsets the table holds, by partition."""
-    old = None
-    for partition, below in held.items():
-        cond = pc.and_(pc.equal(rows["__partition"], partition), pc.less(rows["__offset"], below))
-        old = cond if old is None else pc.or_(old, cond)
-    return rows if old is None else rows.filter(pc.invert(old))
-
-
-def _refuse_envelope(topic: str, rows: pa.Table) -> None:
-    values = [c for c in rows.column_names if is_value_column(c)]
-    if {"before", "after", "op"} <= set(values) and pa.types.is_struct(rows["after"].type):
-        raise ConfigError(
-            f"topic `{topic}` holds change events in Debezium's envelope (before/after/op), not rows: add the "
-            "ExtractNewRecordState transform (`transforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState`, "
-            "`transforms.unwrap.add.fields=op`) and `iceberg.tables.cdc-field=__op`"
         )
 
 
