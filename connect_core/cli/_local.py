@@ -211,26 +211,42 @@ def airflow_down(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for it to stop before killing it")] = 90.0,
 ) -> None:
     """Stop the platform `connect airflow up` runs for this data directory (CONNECT_HOME): Airflow's
-    components and the warm pool it started, as Ctrl-C in its shell does."""
-    from connect_core.platform import running_platform, stop_platform
+    components and the warm pool it started, as Ctrl-C in its shell does. Past --timeout, kill exactly
+    the processes it recorded, then it; exit 1 if any survives that."""
+    from connect_core.platform import clear_stale_platform, pid_file, running_platform, stop_platform
     from connect_core.runtime.settings import Settings
+    from connect_core.sdk.errors import FatalError
 
     with _errors():
         home = Settings().home
         found = running_platform(home)
         if found is None:
-            out.print(f"no platform is running for {home}")
-            return
-        out.print(f"stopping the platform at {found.get('url', '?')} (pid {found['pid']})…", highlight=False)
-        shown = [0.0]
+            report = clear_stale_platform(home)
+            out.print(f"no platform is running for {home}", highlight=False, soft_wrap=True)
+            if report.removed_stale:
+                whose = f" (pid {report.stale.up.pid}, gone)" if report.stale is not None else ""
+                out.print(
+                    f"removed the stale `{pid_file(home)}` of a `connect airflow up`{whose}: no process holds its lock",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+        else:
+            out.print(f"stopping the platform at {found.url} (pid {found.up.pid})…", highlight=False)
+            shown = [0.0]
 
-        def progress(waited: float) -> None:
-            if waited - shown[0] >= 10:
-                shown[0] = waited
-                out.print(f"  still stopping after {waited:.0f} s…", highlight=False)
+            def progress(waited: float) -> None:
+                if waited - shown[0] >= 10:
+                    shown[0] = waited
+                    out.print(f"  still stopping after {waited:.0f} s…", highlight=False)
 
-        stop_platform(home, timeout=timeout, progress=progress)
-        out.print("stopped")
+            report = stop_platform(home, timeout=timeout, progress=progress)
+        if report.killed:
+            why = f"not stopped within {timeout:.0f} s" if found is not None else "left running by it"
+            out.print(f"  {why}, killed: {', '.join(report.killed)}", highlight=False, soft_wrap=True)
+        if report.survived:
+            raise FatalError(f"still running after SIGKILL: {', '.join(report.survived)}")
+        if found is not None:
+            out.print("stopped")
 
 
 @airflow_app.command("up")
@@ -255,23 +271,25 @@ def airflow_up(
     from connect_core.platform import (
         STANDBY_POOL,
         WARM_POOL,
+        PlatformLease,
         WarmPool,
         WorkerPaths,
         airflow_environment,
         check_database_name,
+        platform_url,
         run_platform,
     )
 
     with _errors():
         check_database_name(airflow_db)
         require_free_port("127.0.0.1", port)  # the api-server's: its own failure would show only in its log
-    with runtime() as rt:
+    # The lease first (signal handlers, lock, pid file): a Ctrl-C or `down` at any step below ends in
+    # the `finally`s, which take back what was recorded (the pools' labels, the pid file).
+    with runtime() as rt, PlatformLease(rt.settings.home, platform_url(port)) as lease:
         platform = airflow_environment(rt.settings, rt.database_url, port=port, airflow_db=airflow_db)
         paths = WorkerPaths(rt, platform)
-        paths.record(STANDBY_POOL)
-        warm = WarmPool(rt, rt.database_url) if (rt.settings.warm_pool if warm_pool is None else warm_pool) else None
-        if warm is not None:
-            warm.start()  # beside Airflow's start
+        use_warm = rt.settings.warm_pool if warm_pool is None else warm_pool
+        warm = WarmPool(rt, rt.database_url, lease=lease) if use_warm else None
 
         def ready(p: Any) -> None:
             from connect_core.runtime.airflow_client import AirflowClient
@@ -292,7 +310,10 @@ def airflow_up(
             out.print(f"Connect view: {p.url}/connect-ui/   logs: {p.env['AIRFLOW_HOME']}/logs   (Ctrl-C stops)")
 
         try:
-            code = run_platform(platform, on_ready=ready)
+            paths.record(STANDBY_POOL)
+            if warm is not None:
+                warm.start()  # beside Airflow's start
+            code = run_platform(platform, lease, on_ready=ready)
         finally:
             paths.forget()
             if warm is not None:

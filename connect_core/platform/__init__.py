@@ -15,6 +15,7 @@ process instead of a spark-submit, and go back to `local` whenever the warm pool
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -29,12 +30,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psycopg2
 from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
+from connect_core.platform._files import private_dir, read_private, write_private
+from connect_core.platform.process import (
+    PlatformLease,
+    PlatformRecord,
+    RecordedProcess,
+    StopReport,
+    clear_stale_platform,
+    lock_file,
+    pid_file,
+    running_platform,
+    stop_platform,
+)
 from connect_core.runtime.cluster.pools import WORKER_PATHS_LABEL
 from connect_core.runtime.execution.submit import security_env
 from connect_core.runtime.settings import Settings
@@ -49,10 +62,21 @@ __all__ = [
     "STANDBY_POOL",
     "WARM_POOL",
     "Platform",
+    "PlatformLease",
+    "PlatformRecord",
+    "RecordedProcess",
+    "StopReport",
     "WarmPool",
     "WorkerPaths",
     "airflow_environment",
     "check_database_name",
+    "clear_stale_platform",
+    "lock_file",
+    "pid_file",
+    "platform_url",
+    "run_platform",
+    "running_platform",
+    "stop_platform",
 ]
 
 log = logging.getLogger(__name__)
@@ -109,9 +133,8 @@ def _ensure_database(server_url: str, name: str) -> str:
 def _secret(home: Path, name: str) -> str:
     path = home / name
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
+        write_private(path, secrets.token_urlsafe(32), replace=False)
+    return read_private(path).strip()
 
 
 def _explicit(setting: str) -> bool:
@@ -131,17 +154,13 @@ def _unless_set(name: str, value: str) -> dict[str, str]:
 
 def airflow_environment(settings: Settings, connect_url: str, *, port: int, airflow_db: str) -> Platform:
     """The environment every Airflow process of the platform runs with."""
-    home = settings.home / "airflow"
-    home.mkdir(parents=True, exist_ok=True)
+    home = private_dir(settings.home / "airflow")
     password = _secret(home, "admin-password")
     passwords_file = home / "simple_auth_manager_passwords.json"
-    passwords_file.write_text(json.dumps({ADMIN_USER: password}))
-    passwords_file.chmod(0o600)
-    base = f"http://127.0.0.1:{port}"
+    write_private(passwords_file, json.dumps({ADMIN_USER: password}))
+    base = platform_url(port)
     # Lets `connect pause/resume/trigger` in another shell find this Airflow.
-    api_file = home / "api.json"
-    api_file.write_text(json.dumps({"url": base, "username": ADMIN_USER, "password": password}))
-    api_file.chmod(0o600)
+    write_private(home / "api.json", json.dumps({"url": base, "username": ADMIN_USER, "password": password}))
     env = {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": _ensure_database(connect_url, airflow_db),
@@ -179,101 +198,63 @@ def airflow_environment(settings: Settings, connect_url: str, *, port: int, airf
     return Platform(url=base, username=ADMIN_USER, password=password, env=env)
 
 
-def pid_file(home: Path) -> Path:
-    """Where a running platform of the data directory `home` says who it is (`connect airflow down`)."""
-    return home / "airflow" / "platform.json"
+def platform_url(port: int) -> str:
+    """The address of the platform's Airflow API and UI on `port`."""
+    return f"http://127.0.0.1:{port}"
 
 
-def running_platform(home: Path) -> dict[str, Any] | None:
-    """The platform running for `home` (its pid, URL, start), or None: no file, its process gone, or
-    the pid reused by a process that is not a `connect airflow up`."""
-    try:
-        found = json.loads(pid_file(home).read_text())
-        pid = int(found["pid"])
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if b"airflow" not in cmdline or b"up" not in cmdline:
-        return None
-    return {**found, "pid": pid}
-
-
-def stop_platform(home: Path, *, timeout: float = 90.0, progress: Callable[[float], None] | None = None) -> bool:
-    """SIGTERM to the platform running for `home` (it stops Airflow's components and its warm pool, as
-    Ctrl-C does), then wait for it to exit; SIGKILL to its process group past `timeout`. Whether one ran."""
-    found = running_platform(home)
-    if found is None:
-        return False
-    pid, started = found["pid"], time.monotonic()
-    os.kill(pid, signal.SIGTERM)
-    while time.monotonic() - started < timeout:
-        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
-            return True
-        if progress is not None:
-            progress(time.monotonic() - started)
-        time.sleep(1)
-    try:
-        os.killpg(os.getpgid(pid), signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return True
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def run_platform(platform: Platform, *, on_ready: Callable[[Platform], None], timeout: float = 180.0) -> int:
-    """Migrate Airflow's database, start its four components, wait until the API answers, then block."""
+def run_platform(
+    platform: Platform,
+    lease: PlatformLease,
+    *,
+    on_ready: Callable[[Platform], None],
+    timeout: float = 180.0,
+    airflow: str | None = None,
+) -> int:
+    """Migrate Airflow's database, start its four components (each recorded in `lease`'s pid file),
+    wait until the API answers, then block; the components are stopped however it ends (a signal:
+    `lease` made it a KeyboardInterrupt). `airflow`: the executable (this environment's)."""
     env = {**os.environ, **platform.env}
-    home = Path(platform.env["CONNECT_HOME"])
-    pid_file(home).write_text(json.dumps({"pid": os.getpid(), "url": platform.url, "started": time.time()}))
-    airflow = str(Path(sys.executable).with_name("airflow"))
+    airflow = airflow or str(Path(sys.executable).with_name("airflow"))
     logs = Path(platform.env["AIRFLOW_HOME"]) / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    subprocess.run([airflow, "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
-    procs = [
-        subprocess.Popen(
-            [airflow, component],
-            env=env,
-            stdout=(logs / f"{component}.log").open("ab"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        for component in AIRFLOW_COMPONENTS
-    ]
-
-    def stop(*_: object) -> None:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-
-    def on_sigterm(*_: object) -> None:
-        stop()
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    procs: list[subprocess.Popen[bytes]] = []
     try:
+        logs.mkdir(parents=True, exist_ok=True)
+        subprocess.run([airflow, "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
+        for component in AIRFLOW_COMPONENTS:
+            with (logs / f"{component}.log").open("ab") as log_file:
+                proc = subprocess.Popen(
+                    [airflow, component], env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            procs.append(proc)
+            lease.record(component, proc.pid, group=True)
         _wait_healthy(platform.url, procs, timeout)
         on_ready(platform)
         while all(p.poll() is None for p in procs):
             time.sleep(1)
-        failed = [c for c, p in zip(AIRFLOW_COMPONENTS, procs, strict=True) if p.poll() is not None]
+        failed = [c for c, p in zip(AIRFLOW_COMPONENTS, procs, strict=False) if p.poll() is not None]
         print(f"airflow {', '.join(failed)} exited; see {logs}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
     finally:
-        stop()
-        pid_file(home).unlink(missing_ok=True)
+        _stop_components(procs)
+
+
+def _stop_components(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to each component's group (each is a session of its own), SIGKILL past 20 s."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
 
 
 def _wait_healthy(base: str, procs: list[subprocess.Popen[bytes]], timeout: float) -> None:
@@ -301,8 +282,8 @@ class WorkerPaths:
         self._pools: list[str] = []
 
     def record(self, pool: str) -> None:
+        self._pools.append(pool)  # first: however the next line ends, `forget` covers it
         self._rt.pools.set_label(pool, WORKER_PATHS_LABEL, self._value)
-        self._pools.append(pool)
 
     def forget(self) -> None:
         """At stop: the pools' workers are gone, and with them what they allowed (best effort)."""
@@ -320,11 +301,17 @@ class WarmPool:
     (a warm pool of the same name already serving this store is used as it is, and left running)."""
 
     def __init__(
-        self, rt: Runtime, connect_url: str, *, capacity: int | None = None, memory: str | None = None
+        self,
+        rt: Runtime,
+        connect_url: str,
+        *,
+        capacity: int | None = None,
+        memory: str | None = None,
+        lease: PlatformLease | None = None,
     ) -> None:
         from connect_core.runtime.spark.connect import DEFAULT_SERVER_MEMORY
 
-        self._rt, self._connect_url = rt, connect_url
+        self._rt, self._connect_url, self._lease = rt, connect_url, lease
         # Every core of this machine: a task is mostly waiting on its databases, the server runs `local[*]`.
         self.capacity = capacity or max(1, os.cpu_count() or 1)
         self.memory = memory or DEFAULT_SERVER_MEMORY
@@ -362,6 +349,10 @@ class WarmPool:
                     also_serves=marks,
                 )
                 self.started = True
+                if self._lease is not None:  # a `down` that has to kill the platform kills them too
+                    self._lease.record("warm pool server", info.pid, group=True)
+                    if info.worker_pid is not None:
+                        self._lease.record("warm pool worker", info.worker_pid, group=True)
                 self.note = (
                     f"warm pool `{WARM_POOL}`: up in {info.started_s + info.warmed_s:.0f} s, capacity "
                     f"{self.capacity}, heap {self.memory}"
@@ -375,7 +366,8 @@ class WarmPool:
         """Stop the pool if this platform started it (its worker lets running requests finish)."""
         from connect_core.runtime.execution.warm_pool import stop_pool
 
-        self._thread.join()
+        if self._thread.ident is not None:  # started
+            self._thread.join()
         if self.started:
             stop_pool(self._rt.settings, WARM_POOL)
             self.started = False
