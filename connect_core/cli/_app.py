@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError
+from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
 
 if TYPE_CHECKING:
     from connect_core.runtime.context import Runtime
@@ -289,7 +289,10 @@ def _airflow_token(url: str) -> str | None:
     airflow = AirflowClient.from_settings(Settings())
     if airflow is None or not url.rstrip("/").startswith(airflow.url.rstrip("/") + "/connect"):
         return None
-    return airflow.bearer_token()
+    try:
+        return airflow.bearer_token()
+    except RetriableError as exc:  # one line, as every other: what Airflow did, and the other way in
+        raise RetriableError(f"{exc}; or give the REST API's token with --token (CONNECT_REST_TOKEN)") from exc
 
 
 @contextmanager

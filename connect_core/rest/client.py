@@ -9,7 +9,8 @@ from urllib.parse import quote
 import httpx
 
 from connect_core.rest.errors import WARNING_HEADER
-from connect_core.runtime.security.urls import mask_url_credentials
+from connect_core.runtime.security.masking import mask_text, masker
+from connect_core.runtime.security.urls import mask_url_credentials, token_problem
 from connect_core.runtime.store.connectors import ConnectorExistsError
 from connect_core.runtime.store.states import TargetState
 from connect_core.sdk.errors import ConfigError, ConnectError, NotFoundError, RetriableError
@@ -18,6 +19,19 @@ __all__ = ["RestClient"]
 
 #: The endpoint that sets each target state (`PUT /connectors/{name}/<verb>`).
 _STATE_VERBS: dict[str, str] = {TargetState.PAUSED: "pause", TargetState.RUNNING: "resume", TargetState.STOPPED: "stop"}
+
+
+def _checked_token(token: str) -> str:
+    """`token` without surrounding whitespace, known to the log masker; a ConfigError (that does not
+    show it) when a header cannot carry it. Whitespace around it is dropped, not refused: an env file
+    with CRLF line ends leaves a CR at its end, and a server drops whitespace around a header's value
+    anyway, so no token can end in one."""
+    token = token.strip()
+    problem = token_problem(token)
+    if problem is not None:
+        raise ConfigError(f"the REST API's token (--token, CONNECT_REST_TOKEN) {problem}; give the token alone")
+    masker.add(token)
+    return token
 
 
 class RestClient:
@@ -35,7 +49,7 @@ class RestClient:
                 f"--url `{self._shown}` is not an http(s) base URL; give it as http://host:port "
                 "(no `?query` or `#fragment`; the token goes in --token)"
             )
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {"Authorization": f"Bearer {_checked_token(token)}"} if token else {}
         self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
 
     def close(self) -> None:
@@ -58,7 +72,7 @@ class RestClient:
         try:
             resp = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            reason = mask_url_credentials(str(exc))  # httpx may name the URL
+            reason = mask_text(str(exc))  # httpx may name the URL (its password), or a header (the token)
             raise RetriableError(f"cannot reach the Connect REST API at `{self._shown}`: {reason}") from exc
         if resp.status_code >= 400:
             try:

@@ -192,8 +192,9 @@ def test_a_huge_error_is_stored_as_its_head_and_tail_and_shown_from_its_tail(run
     assert len(stored) < MAX_ERROR_CHARS + 100 and stored.startswith("Traceback") and " characters cut …" in stored
     assert stored.endswith(error[-1000:])
     last = _connectors(runtime)["fileSourceConnector"]["last_error"]
-    assert last["cause"].startswith("DataError: row 7 refused by jdbc:postgresql://app:****")
-    assert last["cause"].endswith("@db:5432/x") and "hunter2" not in last["cause"]
+    # (other tests of this process may have registered secrets the masker hides here too)
+    assert last["cause"].startswith("DataError: row 7 refused by jdbc:") and last["cause"].endswith("@db:5432/x")
+    assert "hunter2" not in last["cause"] and "****" in last["cause"]
     assert len(last["error"]) <= 601 and "hunter2" not in last["error"]
     (history,) = (
         TestClient(create_view_app(lambda: runtime))

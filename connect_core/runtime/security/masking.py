@@ -8,13 +8,19 @@ Three mechanisms, as Airflow's `secrets_masker` and Kafka's `Password` type comb
   pairs whose key looks secret (`?password=…`, `password="…"` in a JAAS line);
 * by value: every secret value the process has seen (config values of secret keys, passwords in
   URLs, values resolved by config providers) is hidden wherever it appears later, line by line
-  for a value that spans lines, and in the encodings a driver or a query may turn it into: any
-  letter case (a JDBC driver that lower-cases its URL), hex (SQL `hex()`), base64 (standard and
-  URL-safe, also inside a longer base64 text: one form per alignment), percent-encoding, and JSON
-  or Python string escapes.
+  for a value that spans lines, and in the encodings a driver, a query or a web stack may turn it
+  into (`encoded_forms`): any letter case (a JDBC driver that lower-cases its URL), hex and UTF-16
+  hex (SQL `hex()`, SQL Server's N'…'), base64 (standard and URL-safe, also inside a longer base64
+  text: one form per alignment), percent-encoding, JSON / Python / MySQL string escapes, SQL-doubled
+  quotes, HTML and XML escapes, Python's bytes repr, other Unicode normalisations and UTF-8 read as
+  Latin-1.
 
-Known values are found in one pass: a case-insensitive substring test per form over the text's
-lower-cased copy (C speed), then one alternation of only the forms present, longest first.
+Known values are found in one pass over a case-folded copy of the text (`_fold`, as long as the
+text): forms are grouped by their longest run of characters no escaping changes (`_key`), which a
+value's escaped forms share, so one test rules out a group and more forms cost little. Keys are
+found by a C-speed substring scan each when they are few, else by looking up each 4-character
+piece of the text (time linear in the text, whatever the number of secrets); then one test per
+form of the groups found, and `str.find` gives the places of those present.
 
 Every pattern here starts with a literal (`://`, a key word) and ends in a character class with
 nothing after it, so the regex engine never backtracks over user data: a 40 KB value costs
@@ -24,11 +30,14 @@ microseconds, not seconds.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import logging
 import re
 import threading
+import unicodedata
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -74,29 +83,151 @@ _MIN_ENCODED_LENGTH = 8
 _PYDANTIC_SHOWN = 50
 
 
+#: Forms are grouped by their longest run of the characters no escaping changes (ASCII letters,
+#: digits, `-._~`: percent-encoding leaves those alone, and every other escape more) when it is
+#: this long; a form without one is a group of its own.
+_MIN_KEY = _MIN_VALUE_LENGTH
+_PLAIN_RUN = re.compile(r"[a-z0-9._~-]+")
+#: The length of the pieces of a text looked up by their first characters (every key is as long).
+_GRAM = _MIN_KEY
+#: Rough costs, in ns, that choose how keys are looked for (`_Index.keys_in`): a substring scan per key
+#: (a fixed part, and a part per character of the text), or one set of the text's `_GRAM`-long
+#: pieces (per character). Few keys in a long text: scans; many keys, or a short text: the pieces.
+_SCAN_NS, _SCAN_NS_PER_CHAR, _GRAM_NS_PER_CHAR = 50, 0.3, 100
+#: How HTML and XML escapers write `'` and `"` (`&`, `<` and `>` they all write `&amp;`, `&lt;`,
+#: `&gt;`): Python's `html.escape` (Django), markupsafe (Jinja) and Go's `html/template`, PHP, XML
+#: (`&apos;`), and escapers that leave one or both quotes as they are (ElementTree's text).
+_MARKUP_QUOTES = (
+    ("&#x27;", "&quot;"),
+    ("&#39;", "&#34;"),
+    ("&#39;", "&quot;"),
+    ("&#039;", "&quot;"),
+    ("&apos;", "&quot;"),
+    ("'", "&quot;"),
+    ("'", '"'),
+)
+
+
 def encoded_forms(value: str) -> set[str]:
-    """The forms `value` takes when a driver, a query or a serializer echoes it (letter case aside:
-    forms are matched ignoring case): the pieces of a long value pydantic's errors show, hex, base64 (whole, and the part made only of its bytes at
-    each of the three alignments inside a longer base64 text), percent-encoded, JSON- and
-    Python-escaped."""
+    """The forms `value` takes when a driver, a query, a serializer or a web page echoes it (letter
+    case aside: forms are matched ignoring case). Each is one encoding of the whole value (a few
+    are two in a row, as stacks write them: HTML then numeric references, JSON in JSON), never every
+    combination: their number stays bounded, a few dozen at most, and only those that change the
+    value count:
+
+    * bytes: hex of its UTF-8 and UTF-16 (both byte orders), base64 (whole, and the part made only
+      of its bytes at each of the three alignments inside a longer base64 text);
+    * escapes: percent-encoded, JSON (also JSON inside JSON), Python (`repr`, `ascii`,
+      unicode-escape, a bytes repr: `\\xc3\\xa4`), MySQL backslashes, SQL-doubled quotes
+      (`O''Brien`), HTML and XML (`&#x27;`, `&#39;`, `&quot;`, `&amp;`, `&#228;`);
+    * Unicode: the other normalisation (NFC / NFD) and its UTF-8 read as Latin-1 or cp1252;
+    * the pieces of a long value pydantic's errors show.
+
+    Forms of bytes shorter than `_MIN_ENCODED_LENGTH` are left out (a short piece of hex or base64
+    is in every other identifier); an escaped form is as telling as the value, so it counts from
+    `_MIN_VALUE_LENGTH`."""
     raw = value.encode("utf-8", "surrogatepass")
+    forms = {f for f in _byte_forms(value, raw) if len(f) >= _MIN_ENCODED_LENGTH}
+    forms |= {f for f in _escaped_forms(value, raw) | _markup_forms(value) if len(f) >= _MIN_VALUE_LENGTH}
+    if not value.isascii():
+        forms |= {f for f in _unicode_forms(value, raw) if len(f) >= _MIN_VALUE_LENGTH}
+    if len(value) > _PYDANTIC_SHOWN:
+        # pydantic shows a long input by the ends of its repr (`input_value='<24>...<23>'`)
+        forms |= {value[:24], value[-23:]}
+    forms.discard(value)
+    return forms
+
+
+def _byte_forms(value: str, raw: bytes) -> set[str]:
     forms = {raw.hex()}
+    for utf16 in ("utf-16-le", "utf-16-be"):  # SQL Server's N'…' as varbinary, Java's chars
+        forms.add(value.encode(utf16, "surrogatepass").hex())
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         whole = encode(raw).decode()
         forms |= {whole, whole.rstrip("=")}
         for start in range(3):
             chunk = raw[start:]
             forms.add(encode(chunk[: len(chunk) // 3 * 3]).decode())
-    forms |= {quote(value, safe=""), quote(value), quote_plus(value)}
-    forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1]}
-    if len(value) > _PYDANTIC_SHOWN:
-        # pydantic shows a long input by the ends of its repr (`input_value='<24>...<23>'`)
-        forms |= {value[:24], value[-23:]}
-    return {f for f in forms if len(f) >= _MIN_ENCODED_LENGTH and f != value}
+    return forms
+
+
+def _escaped_forms(value: str, raw: bytes) -> set[str]:
+    as_json = json.dumps(value)[1:-1]
+    return {
+        quote(value, safe="", errors="surrogatepass"),  # a lone surrogate (JSON's "\ud800") is no error
+        quote(value, errors="surrogatepass"),
+        quote_plus(value, errors="surrogatepass"),
+        as_json,
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        json.dumps(as_json)[1:-1],  # a JSON text held in a JSON string (a log line's payload)
+        repr(value)[1:-1],
+        ascii(value)[1:-1],
+        value.encode("unicode_escape").decode("ascii"),
+        repr(raw)[2:-1],  # b'P\xc3\xa4ss': a driver that shows the bytes it sent
+        value.replace("'", "''"),  # a SQL literal, as a driver echoes the statement
+        value.replace('"', '""'),  # a SQL identifier, a CSV field
+        _backslashed(value, "'"),
+        _backslashed(value, '"'),
+        _backslashed(value, "'\""),  # MySQL's mysql_real_escape_string, PHP's addslashes
+    }
+
+
+def _backslashed(value: str, quotes: str) -> str:
+    escaped = value.replace("\\", "\\\\")
+    for mark in quotes:
+        escaped = escaped.replace(mark, "\\" + mark)
+    return escaped
+
+
+def _markup_forms(value: str) -> set[str]:
+    """`value` escaped for HTML or XML, in each way escapers write quotes; past ASCII, also with
+    numeric character references (`&#228;`, `&#xe4;`), as an ASCII page or an XML writer has it."""
+    if any(c in value for c in "&<>'\""):
+        bare = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        forms = {bare.replace("'", apostrophe).replace('"', quotation) for apostrophe, quotation in _MARKUP_QUOTES}
+    else:
+        forms = set()
+    if not value.isascii():
+        forms |= {
+            value.encode("ascii", "xmlcharrefreplace").decode("ascii"),
+            html.escape(value).encode("ascii", "xmlcharrefreplace").decode("ascii"),
+            "".join(c if c.isascii() else f"&#x{ord(c):x};" for c in value),
+        }
+    return forms
+
+
+def _unicode_forms(value: str, raw: bytes) -> set[str]:
+    """A non-ASCII `value` as another normalisation writes it (a macOS path is NFD, most input NFC),
+    and its UTF-8 read as Latin-1 or cp1252 (a driver that gets the encoding wrong)."""
+    forms = {unicodedata.normalize("NFC", value), unicodedata.normalize("NFD", value), raw.decode("latin-1")}
+    try:
+        forms.add(raw.decode("cp1252"))
+    except UnicodeDecodeError:  # cp1252 leaves five bytes undefined
+        pass
+    return forms
 
 
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The forms of the known values, found in a text through their keys."""
+
+    #: the forms by their `_key`
+    groups: dict[str, frozenset[str]]
+    #: the keys by their first `_GRAM` characters
+    by_gram: dict[str, tuple[str, ...]]
+
+    def keys_in(self, folded: str) -> list[str]:
+        """The keys in a (folded) text, found the cheaper way (`_SCAN_NS`): a C-speed substring
+        scan per key, or a look-up of each of the text's `_GRAM`-long pieces."""
+        length = len(folded)
+        if len(self.groups) * (_SCAN_NS + _SCAN_NS_PER_CHAR * length) < _GRAM_NS_PER_CHAR * length:
+            return [key for key in self.groups if key in folded]
+        pieces = {folded[at : at + _GRAM] for at in range(length - _GRAM + 1)}
+        return [key for piece in pieces & self.by_gram.keys() for key in self.by_gram[piece] if key in folded]
 
 
 class SecretMasker:
@@ -105,9 +236,9 @@ class SecretMasker:
     def __init__(self) -> None:
         self._values: set[str] = set()
         self._lock = threading.Lock()
-        #: every form of every known value, lower-cased, longest first (a form that contains
-        #: another is masked whole)
-        self._forms: tuple[str, ...] = ()
+        #: every form of every known value, case-folded (`_fold`), by its `_key`; replaced whole
+        #: (never changed in place), so a reader needs no lock
+        self._index = _Index({}, {})
 
     # -- what is secret -----------------------------------------------------
 
@@ -117,12 +248,19 @@ class SecretMasker:
             return
         parts = {value.strip(), *(line.strip() for line in value.splitlines())}
         fresh = {p for p in parts if len(p) >= _MIN_VALUE_LENGTH and p != MASK} - self._values
-        if fresh:
-            forms = {f.lower() for p in fresh for f in (p, *encoded_forms(p))}
-            with self._lock:
-                self._values |= fresh
-                forms |= set(self._forms)
-                self._forms = tuple(sorted(forms, key=lambda f: (-len(f), f)))
+        if not fresh:
+            return
+        new: dict[str, set[str]] = {}
+        for form in {_fold(f) for p in fresh for f in (p, *encoded_forms(p))}:
+            new.setdefault(_key(form), set()).add(form)
+        with self._lock:
+            self._values |= fresh
+            groups, by_gram = dict(self._index.groups), dict(self._index.by_gram)
+            for key, forms in new.items():
+                if key not in groups:
+                    by_gram[key[:_GRAM]] = (*by_gram.get(key[:_GRAM], ()), key)
+                groups[key] = groups.get(key, frozenset()) | forms
+            self._index = _Index(groups, by_gram)
 
     def add_config(self, config: Mapping[str, Any]) -> None:
         """Remember the secret values of a config: secret keys' values and URL passwords."""
@@ -149,18 +287,21 @@ class SecretMasker:
 
     def _known_values(self, text: str) -> str:
         """`text` with every form of every known value masked, in any letter case."""
-        forms = self._forms
-        if not forms:
+        index = self._index
+        if not index.groups:
             return text
-        lowered = text.lower()
-        if len(lowered) == len(text):
-            present = [f for f in forms if f in lowered]
-            if not present:
-                return text
-        else:  # a letter whose lower case is longer (`İ`): the filter could miss; match every form
-            present = list(forms)
-        pattern = re.compile("|".join(map(re.escape, present)), re.IGNORECASE)
-        return pattern.sub(MASK, text)
+        folded = _fold(text)  # as long as `text`: a place in one is the same place in the other
+        # a form is in the text only if its key is: one test rules out a value's many forms
+        present = [f for key in index.keys_in(folded) for f in index.groups[key] if f in folded]
+        if not present:
+            return text
+        spans: list[tuple[int, int]] = []
+        for form in present:
+            at = folded.find(form)
+            while at >= 0:
+                spans.append((at, at + len(form)))
+                at = folded.find(form, at + len(form))
+        return _masked_spans(text, spans)
 
     def config(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of `config` with secret keys' values masked whole and every string value masked as text."""
@@ -179,6 +320,36 @@ class SecretMasker:
         if isinstance(value, str):
             return self.text(value)
         return value
+
+
+def _key(form: str) -> str:
+    """What is looked for before a (folded) form: its longest run of characters no escaping changes,
+    which a value's escaped forms share (so they share one test, and a text without the run has
+    none of them), or the whole form when that run is short."""
+    run = max(_PLAIN_RUN.findall(form), key=len, default="")
+    return run if len(run) >= _MIN_KEY else form
+
+
+def _fold(text: str) -> str:
+    """`text` lower-cased, and as long as it is: `İ` (U+0130) is the one character whose lower case
+    is longer (`i` and U+0307); it folds to `i` (a secret with an `i` is then masked where the text
+    has `İ` too: more than the secret, never less)."""
+    return text.replace("\u0130", "i").lower()
+
+
+def _masked_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each run of overlapping `(start, end)` spans replaced by one `MASK`."""
+    spans.sort()
+    out: list[str] = []
+    done = 0
+    for start, end in spans:
+        if start < done:  # overlaps the span masked last: that mask covers it too
+            done = max(done, end)
+            continue
+        out += (text[done:start], MASK)
+        done = end
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _mask_pair(match: re.Match[str]) -> str:

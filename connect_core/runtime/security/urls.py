@@ -1,4 +1,5 @@
-"""URL credentials: found and masked in one scan, `spark://u:pw@host:7077` → `spark://u:***@host:7077`.
+"""Credentials of HTTP requests: URL userinfo found and masked in one scan (`spark://u:pw@host:7077`
+→ `spark://u:***@host:7077`), and bearer tokens checked before they go in a header.
 
 A Spark master, a probe URL, a JDBC URL or a log line may carry a password in a URL's userinfo,
 also nested (`k8s://https://u:pw@host:443`). What is stored keeps it (the runtime needs it); what
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["URL_MASK", "mask_url_credentials", "url_passwords"]
+__all__ = ["URL_MASK", "mask_url_credentials", "token_problem", "url_passwords"]
 
 URL_MASK = "***"
 _AUTHORITY_ENDS = frozenset("/?#") | frozenset(" \t\r\n\f\v")
@@ -51,3 +52,27 @@ def mask_url_credentials(text: str, mask: str = URL_MASK) -> str:
         start = end
     out.append(text[start:])
     return "".join(out)
+
+
+def token_problem(token: object) -> str | None:
+    """What keeps `token` from going in an `Authorization: Bearer <token>` header, in words that do
+    not show it (`is empty`, `has a blank`); None when it can go: a non-empty string of printable
+    ASCII without blanks (every character of RFC 6750's token and of a JWT is one)."""
+    if not isinstance(token, str):
+        return "is not a string"
+    if not token:
+        return "is empty"
+    if token.isascii() and token.isprintable() and " " not in token:
+        return None
+    at = next(i for i, c in enumerate(token) if not (c.isascii() and c.isprintable()) or c == " ")
+    where = "at its end" if at == len(token) - 1 else "at its start" if at == 0 else "inside"
+    return f"has {_kind(token[at])} {where}, which an HTTP header cannot carry"
+
+
+def _kind(character: str) -> str:
+    """What a character a header cannot carry is, in words."""
+    if character in "\r\n":
+        return "a line break (CR or LF)"
+    if character.isspace():
+        return "a blank"
+    return "a control character" if character.isascii() else "a non-ASCII character"
