@@ -179,6 +179,27 @@ _RUN_METRICS = (
         type="sink",
     ),
     _RunMetric(
+        "sink_task_target_files_written",
+        "Files committed runs wrote to the target, as the sink reports them (data files, objects; extension).",
+        lambda r: r.files_written,
+        counter=True,
+        type="sink",
+    ),
+    _RunMetric(
+        "sink_task_target_bytes_written",
+        "Bytes of those files, as the sink reports them (extension).",
+        lambda r: r.bytes_written,
+        counter=True,
+        type="sink",
+    ),
+    _RunMetric(
+        "sink_task_target_keys_deleted",
+        "Keys committed runs deleted in the target (upserts and deletes; extension).",
+        lambda r: r.keys_deleted,
+        counter=True,
+        type="sink",
+    ),
+    _RunMetric(
         "task_error_last_error_timestamp_seconds",
         "When the task's last run failed or set records aside (last-error-timestamp).",
         lambda r: r.last_error_at.timestamp() if r.last_error_at else None,

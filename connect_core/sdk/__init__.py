@@ -15,6 +15,7 @@ from connect_core.sdk.config import (
     split_list,
 )
 from connect_core.sdk.connector import (
+    WRITE_REPORT,
     Connector,
     ConnectorType,
     LineageDataset,
@@ -64,6 +65,7 @@ __all__ = [
     "KEY_COLUMN",
     "TIMESTAMP_COLUMN",
     "TOMBSTONE_COLUMN",
+    "WRITE_REPORT",
     "ArrowRecords",
     "CommittedOffset",
     "ConfigError",

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "WRITE_REPORT",
     "Connector",
     "ConnectorType",
     "LineageDataset",
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 ConnectorType = Literal["source", "sink"]
+#: What a sink's `write` metadata may report of what it wrote to its target (whole numbers).
+WRITE_REPORT = ("rows_written", "keys_deleted", "files_written", "bytes_written")
 ConfigT = TypeVar("ConfigT", bound=ConnectorConfig)
 
 
@@ -158,7 +161,11 @@ class SinkTask(ABC):
 
     @abstractmethod
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
-        """Write `batch`; return metadata to commit with the new offsets, or None."""
+        """Write `batch`; return metadata to commit with the new offsets, or None.
+
+        Whole numbers under the keys of `WRITE_REPORT` (rows written, keys deleted, files and
+        bytes written) say what the run wrote to the target: the runtime records them with the
+        run and sums them in `/metrics`."""
 
     def close(self) -> None:
         """Release resources; called once after the run, whatever its outcome."""

@@ -170,6 +170,7 @@ _COUNTERS = (
     ("kafka_connect_sink_task_sink_record_read_total", SINK),
     ("kafka_connect_sink_task_sink_record_send_total", SINK),
     ("kafka_connect_sink_task_offset_commit_completion_total", SINK),
+    ("kafka_connect_sink_task_target_bytes_written_total", SINK),
     ("kafka_connect_connector_task_offset_commit_success_percentage", SOURCE),
     ("kafka_connect_connector_task_offset_commit_success_percentage", SINK),
 )
@@ -208,6 +209,8 @@ def test_run_totals_survive_history_pruning(api: Served, runtime: Runtime, spark
     assert before[("kafka_connect_sink_task_sink_record_read_total", SINK)] == 7
     assert before[("kafka_connect_sink_task_offset_commit_completion_total", SINK)] == 4
     assert before[("kafka_connect_connector_task_offset_commit_success_percentage", SINK)] == 0.8
+    # what the sink reported writing to its file: the 7 lines of 2 bytes each
+    assert before[("kafka_connect_sink_task_target_bytes_written_total", SINK)] == 14
 
     # a month passes: the segments go (the sink committed them all), then all runs but each task's latest
     with runtime.engine.begin() as conn:

@@ -135,13 +135,15 @@ class FileSinkTask(SinkTask):
             text = ordered.select(F.to_json(F.struct(*values)).alias("text"))
         fd = open_regular(self._path, os.O_RDWR | os.O_APPEND | os.O_CREAT, purpose="sink file")
         try:
-            half = batch.row_count // 2
+            half, written = batch.row_count // 2, 0
             with os.fdopen(fd, "ab") as f:
                 for i, row in enumerate(text.toLocalIterator(prefetchPartitions=True)):
                     if i == half and half:
                         f.flush()
                         faults.checkpoint("mid_sink")  # half the batch on disk, nothing committed
-                    f.write(("" if row.text is None else row.text).encode("utf-8") + b"\n")
+                    line = ("" if row.text is None else row.text).encode("utf-8") + b"\n"
+                    f.write(line)
+                    written += len(line)
                 f.flush()
                 os.fsync(f.fileno())
                 # Of the file written, whatever its name points to by now.
@@ -149,7 +151,7 @@ class FileSinkTask(SinkTask):
         except OSError as exc:
             raise RetriableError(f"cannot write sink file `{self._path}`: {exc}") from exc
         self.log.info("appended %d line(s) to `%s`", batch.row_count, self._path)
-        return identity
+        return {**identity, "rows_written": batch.row_count, "bytes_written": written}
 
 
 class FileSinkConnector(SinkConnector[FileSinkConfig]):

@@ -72,7 +72,7 @@ class S3SinkTask(SinkTask):
             self.store.where(),
             "from the driver" if in_driver else "from the executors",
         )
-        return {"objects_written": objects, "records_written": records, "bytes_written": size}
+        return {"files_written": objects, "rows_written": records, "bytes_written": size}
 
     def _in_driver(self, batch: SinkBatch, topic: str, plan: Plan) -> list[tuple[str, int, int]]:
         """A small batch: read as Arrow (from the topic's files when the runtime offers that) and

@@ -43,7 +43,7 @@ from connect_core.runtime.topics.segments import arrow_topics, delete_path, read
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.runtime.validation import connector_config_model
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
-from connect_core.sdk.connector import SinkTask, SourceTask, TaskContext
+from connect_core.sdk.connector import WRITE_REPORT, SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
 from connect_core.sdk.testing import faults as _faults
@@ -76,6 +76,8 @@ class RunResult:
     counts: dict[str, int] = field(default_factory=dict)
     #: What a source reported about the system it reads (`SourceBatch.stats`).
     source: dict[str, Any] = field(default_factory=dict)
+    #: What a sink reported writing to its target (`WRITE_REPORT` keys of its `write` metadata).
+    target: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -189,6 +191,7 @@ class TaskRunner:
                 "rows": result.rows,
                 "segments": result.segments,
                 **({"source": result.source} if result.source else {}),
+                **({"target": result.target} if result.target else {}),
                 **where_it_runs(spark),
             }
             commit_started = time.monotonic()
@@ -340,6 +343,7 @@ class TaskRunner:
             if transformed is not None:
                 transformed.release()
         result.counts.update(letters.counts)
+        result.target = _write_report(metadata)
         dead = self._stage_dead_letters(spark, lease, letters, staged)
         result.timings["work_s"] = round(time.monotonic() - work_started, 3)
         if not segments:
@@ -494,3 +498,13 @@ def _dedupe(positions: list[SourcePosition]) -> list[SourcePosition]:
     """The last position per partition wins."""
     by_key: dict[str, SourcePosition] = {partition_key(p.partition): p for p in positions}
     return list(by_key.values())
+
+
+def _write_report(metadata: Mapping[str, Any] | None) -> dict[str, int]:
+    """The `WRITE_REPORT` numbers of a sink's `write` metadata (whole, not negative); others ignored."""
+    found = metadata or {}
+    return {
+        k: found[k]
+        for k in WRITE_REPORT
+        if isinstance(found.get(k), int) and not isinstance(found[k], bool) and found[k] >= 0
+    }

@@ -64,6 +64,10 @@ class TaskRunTotals:
     last_error_at: datetime | None  # the last run that failed or set records aside
     recent_rate: float  # records (errored included) per second of committed runs over the last `RATE_WINDOW_S`
     running_ratio: float  # the share of the last `RATE_WINDOW_S` the task spent in runs that ended
+    # what a sink's committed runs wrote to its target, as it reported them (`sdk.WRITE_REPORT`)
+    files_written: int = 0
+    bytes_written: int = 0
+    keys_deleted: int = 0
 
 
 @dataclass(frozen=True)
@@ -125,11 +129,14 @@ RUN_PARTS = f"""
     {_number("x.rows")} AS records,
     {_number("x.errors->'failed'")} AS errored,
     {_number("x.work_s")} AS work_s,
-    {_number("x.commit_s")} AS commit_s
+    {_number("x.commit_s")} AS commit_s,
+    {_number("x.target->'files_written'")} AS files_written,
+    {_number("x.target->'bytes_written'")} AS bytes_written,
+    {_number("x.target->'keys_deleted'")} AS keys_deleted
     """
 RUN_STATS = """
     jsonb_to_record(CASE WHEN jsonb_typeof(r.stats) = 'object' THEN r.stats ELSE '{}' END)
-        AS x(rows jsonb, work_s jsonb, commit_s jsonb, errors jsonb)
+        AS x(rows jsonb, work_s jsonb, commit_s jsonb, errors jsonb, target jsonb)
     """
 #: The counters over rows of `RUN_PARTS`: only committed runs count records (a failed run's output
 #: was discarded); a run that failed or set records aside is an error.
@@ -138,7 +145,10 @@ RUN_COUNTERS = """
     count(*) FILTER (WHERE state IN ('FAILED', 'FENCED')) AS failed,
     coalesce(sum(records) FILTER (WHERE ok), 0)::bigint AS records,
     coalesce(sum(errored) FILTER (WHERE ok), 0)::bigint AS errored,
-    max(finished_at) FILTER (WHERE state = 'FAILED' OR errored > 0) AS last_error_at
+    max(finished_at) FILTER (WHERE state = 'FAILED' OR errored > 0) AS last_error_at,
+    coalesce(sum(files_written) FILTER (WHERE ok), 0)::bigint AS files_written,
+    coalesce(sum(bytes_written) FILTER (WHERE ok), 0)::bigint AS bytes_written,
+    coalesce(sum(keys_deleted) FILTER (WHERE ok), 0)::bigint AS keys_deleted
     """
 
 # Per task first, then the pruned runs' totals added (a task whose runs are all pruned keeps its
@@ -174,10 +184,14 @@ _RUNS = text(
                coalesce(t.errored, 0) + coalesce(p.errored, 0) AS errored,
                t.batch_avg, t.batch_max, t.work_avg_s, t.work_max_s, t.commit_avg_s,
                greatest(t.last_error_at, p.last_error_at) AS last_error_at,
-               coalesce(t.recent_rate, 0) AS recent_rate, coalesce(t.running_ratio, 0) AS running_ratio
+               coalesce(t.recent_rate, 0) AS recent_rate, coalesce(t.running_ratio, 0) AS running_ratio,
+               coalesce(t.files_written, 0) + coalesce(p.files_written, 0) AS files_written,
+               coalesce(t.bytes_written, 0) + coalesce(p.bytes_written, 0) AS bytes_written,
+               coalesce(t.keys_deleted, 0) + coalesce(p.keys_deleted, 0) AS keys_deleted
         FROM t FULL JOIN connect.task_run_totals p ON p.connector = t.connector AND p.task_id = t.task_id)
     SELECT a.connector, a.task_id, c.type, a.succeeded, a.failed, a.records, a.errored, a.batch_avg, a.batch_max,
-           a.work_avg_s, a.work_max_s, a.commit_avg_s, a.last_error_at, a.recent_rate::float8, a.running_ratio::float8
+           a.work_avg_s, a.work_max_s, a.commit_avg_s, a.last_error_at, a.recent_rate::float8, a.running_ratio::float8,
+           a.files_written, a.bytes_written, a.keys_deleted
     FROM a JOIN connect.connectors c ON c.name = a.connector
     ORDER BY a.connector, a.task_id
     """

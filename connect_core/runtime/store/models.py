@@ -207,6 +207,10 @@ class TaskRunTotalsRow(Base):
     records: Mapped[int] = mapped_column(BigInteger, server_default="0")  # of committed runs
     errored: Mapped[int] = mapped_column(BigInteger, server_default="0")  # of committed runs
     last_error_at: Mapped[datetime | None]
+    # what sinks' committed runs wrote to their targets (migration 0014)
+    files_written: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    bytes_written: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    keys_deleted: Mapped[int] = mapped_column(BigInteger, server_default="0")
     updated_at: Mapped[datetime] = _now()
 
 

@@ -53,13 +53,17 @@ _RUNS = text(
         GROUP BY connector, task_id),
     folded AS (
         INSERT INTO connect.task_run_totals AS t
-            (connector, task_id, succeeded, failed, records, errored, last_error_at)
+            (connector, task_id, succeeded, failed, records, errored, last_error_at,
+             files_written, bytes_written, keys_deleted)
         SELECT * FROM counted
         ON CONFLICT (connector, task_id) DO UPDATE SET
             succeeded = t.succeeded + excluded.succeeded,
             failed = t.failed + excluded.failed,
             records = t.records + excluded.records,
             errored = t.errored + excluded.errored,
+            files_written = t.files_written + excluded.files_written,
+            bytes_written = t.bytes_written + excluded.bytes_written,
+            keys_deleted = t.keys_deleted + excluded.keys_deleted,
             last_error_at = greatest(t.last_error_at, excluded.last_error_at),
             updated_at = now()
         RETURNING 1)

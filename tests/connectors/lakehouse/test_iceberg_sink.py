@@ -12,6 +12,7 @@ import pytest
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import TaskRunner
+from connect_core.runtime.store.metrics import MetricsStore
 from connect_core.sdk.records import TopicPartition
 from tests.connectors.jdbc_helpers import Database, postgres, synced, target  # noqa: F401  (fixtures)
 from tests.connectors.lakehouse.iceberg_helpers import Lake, sink_config
@@ -64,6 +65,10 @@ def test_a_topic_lands_in_a_new_table_then_only_new_rows_and_a_reset_writes_all_
     source = postgres.rows(f"SELECT {', '.join(COLUMNS)} FROM orders ORDER BY id")
     assert lake.scan("shop.orders", COLUMNS) == source == lake.parquet("shop.orders", COLUMNS)
     assert len(lake.catalog().load_table("shop.orders").history()) == 2  # one commit per run
+    # what /metrics sums for the sink: its two appends' data files and their bytes, as the table has them
+    (task,) = [t for t in MetricsStore(runtime.engine).snapshot(60).runs if t.connector == "sink"]
+    live = [t.file for t in lake.catalog().load_table("shop.orders").scan().plan_files()]
+    assert (task.files_written, task.bytes_written) == (len(live), sum(f.file_size_in_bytes for f in live))
 
     # DELETE /connectors/sink/offsets: the table's own record of them goes too, so the sink writes
     # every record again (an append: each row twice) instead of skipping what the table held

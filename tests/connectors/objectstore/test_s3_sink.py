@@ -15,6 +15,7 @@ import pytest
 from connect_core.connectors.objectstore import S3SinkConfig, S3SinkConnector
 from connect_core.connectors.objectstore import sink as sink_module
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.store.metrics import MetricsStore
 from connect_core.sdk import LineageDataset, NotFoundError
 from connect_core.sdk.testing import faults
 from connect_core.testing.s3 import S3Server
@@ -75,12 +76,15 @@ def test_a_topic_becomes_parquet_objects_named_as_confluents(
     assert rows_runtime.connectors.sink_offsets("sink")[
         next(iter(rows_runtime.connectors.sink_offsets("sink")))
     ].metadata == {
-        "objects_written": 1,
-        "records_written": 5,
+        "files_written": 1,
+        "rows_written": 5,
         "bytes_written": objects(s3.filesystem(), bucket)[
             "topics/orders/partition=0/orders+0+0000000025.snappy.parquet"
         ],
     }
+    # what /metrics sums: every object the two runs wrote, and their bytes
+    (task,) = [t for t in MetricsStore(rows_runtime.engine).snapshot(60).runs if t.connector == "sink"]
+    assert (task.files_written, task.bytes_written) == (4, sum(objects(s3.filesystem(), bucket).values()))
 
 
 def test_json_lines_with_a_field_partitioner(rows_runtime: Runtime, spark: Any, s3: S3Server, bucket: str) -> None:

@@ -50,7 +50,7 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0013"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0014"
         )
     engine.dispose()
 

@@ -59,12 +59,14 @@ def commit(
     keys: pa.Table | None,
     summary: dict[str, str],
     arrow_delete_keys: int | None = None,
-) -> None:
+) -> tuple[int, int]:
     """Delete the rows of `keys` (None: append only), append `rows`, in one commit whose snapshots
-    carry `summary`. A commit refused because another writer committed first is retriable."""
+    carry `summary`: the data files it added and their bytes. A commit refused because another
+    writer committed first is retriable."""
     from pyiceberg.exceptions import CommitFailedException
 
     arrow_delete_keys = ARROW_DELETE_KEYS if arrow_delete_keys is None else arrow_delete_keys
+    before = {s.snapshot_id for s in table.snapshots()}
     tx = table.transaction()
     if keys is not None and keys.num_rows and _holds_rows(table):
         if keys.num_rows > arrow_delete_keys:
@@ -78,11 +80,16 @@ def commit(
     tx.append(rows, snapshot_properties=summary)  # an empty batch still records its offsets
     faults.checkpoint("mid_sink")  # data files written, nothing committed
     try:
-        tx.commit_transaction()
+        committed = tx.commit_transaction()
     except CommitFailedException as exc:
         raise RetriableError(
             f"table `{'.'.join(table.name())}` changed under this commit; the run is retried: {exc}"
         ) from exc
+    added = [s.summary for s in committed.snapshots() if s.snapshot_id not in before and s.summary is not None]
+    return (
+        sum(int(a.get("added-data-files") or 0) for a in added),
+        sum(int(a.get("added-files-size") or 0) for a in added),
+    )
 
 
 def _holds_rows(table: Table) -> bool:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from connect_core.connectors.lakehouse import _changes
 from connect_core.connectors.lakehouse.iceberg import _catalog, _offsets, _schema, _write
 from connect_core.connectors.lakehouse.iceberg.config import TABLE_NAME, IcebergSinkConfig, problems
-from connect_core.sdk import LineageDataset, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk import WRITE_REPORT, LineageDataset, SinkBatch, SinkConnector, SinkTask
 from connect_core.sdk.errors import ConfigError, DataError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
 
@@ -44,14 +44,14 @@ class IcebergSinkTask(SinkTask):
         return None
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
-        written = deleted = 0
+        report = dict.fromkeys(WRITE_REPORT, 0)  # rows written, keys deleted, files and bytes added
         for topic in sorted({tp.topic for tp in batch.partitions}):
             rows = self._rows(batch, topic)
             _changes.refuse_envelope(topic, rows, "iceberg.tables.cdc-field")
             for name, routed in self._routes(rows).items():
-                w, d = self._write_table(name, topic, routed)
-                written, deleted = written + w, deleted + d
-        return {"rows_written": written, "keys_deleted": deleted}
+                for key, n in zip(WRITE_REPORT, self._write_table(name, topic, routed), strict=True):
+                    report[key] += n
+        return report
 
     def close(self) -> None:
         """Close the sql catalog's connection pool (the other catalogs hold HTTP sessions only)."""
@@ -83,8 +83,9 @@ class IcebergSinkTask(SinkTask):
             routed[name] = rows.filter(pc.fill_null(pc.equal(names, name), False))
         return routed
 
-    def _write_table(self, name: str, topic: str, rows: pa.Table) -> tuple[int, int]:
-        """Commit `rows` of `topic` not yet in table `name`: (rows written, keys deleted)."""
+    def _write_table(self, name: str, topic: str, rows: pa.Table) -> tuple[int, int, int, int]:
+        """Commit `rows` of `topic` not yet in table `name`: (rows written, keys deleted, data files
+        added, their bytes), as `WRITE_REPORT` orders them."""
         table = _schema.load_table(self.catalog, name)
         if name not in self.held:
             self.held[name] = _offsets.read(table, self.context.connector) if table is not None else {}
@@ -92,7 +93,7 @@ class IcebergSinkTask(SinkTask):
         fresh = _changes.past(rows, held.get(topic, {}))
         if fresh.num_rows == 0:
             self.log.info("table %s already holds these records of topic %s: skipped", name, topic)
-            return 0, 0
+            return 0, 0, 0, 0
         keys: pa.Table | None = None
         deleted = 0
         if self.cfg.upserts:
@@ -104,7 +105,9 @@ class IcebergSinkTask(SinkTask):
             table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
         table, values = _schema.conform(table, values, self.cfg, name)
         reached = {**held, topic: {**held.get(topic, {}), **_changes.next_offsets(fresh)}}
-        _write.commit(table, values, keys, {_offsets.key(self.context.connector): _offsets.encode(reached)})
+        files, size = _write.commit(
+            table, values, keys, {_offsets.key(self.context.connector): _offsets.encode(reached)}
+        )
         self.held[name] = reached
         self.log.info(
             "table %s: %d row(s) written, %d key(s) deleted, offsets of %s reached %s",
@@ -114,7 +117,7 @@ class IcebergSinkTask(SinkTask):
             topic,
             reached[topic],
         )
-        return values.num_rows, deleted
+        return values.num_rows, deleted, files, size
 
     def _id_columns(self, name: str, rows: pa.Table) -> list[str]:
         found = self.cfg.id_columns(name)
