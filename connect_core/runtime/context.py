@@ -128,20 +128,28 @@ class Runtime:
 
     def alter_sink_offsets(self, name: str, changes: Mapping[TopicPartition, int | None]) -> None:
         """Alter a sink's committed offsets (STOPPED connector) and tell its plugin."""
-        self.connectors.alter_sink_offsets(name, changes)
         self._tell_sink(name, dict(changes))
+        self.connectors.alter_sink_offsets(name, changes)
 
     def reset_offsets(self, name: str) -> None:
         """Forget a connector's positions or offsets (STOPPED connector); a sink's plugin is told."""
-        self.connectors.reset_offsets(name)
         self._tell_sink(name, None)
+        self.connectors.reset_offsets(name)
 
     def _tell_sink(self, name: str, offsets: dict[TopicPartition, int | None] | None) -> None:
+        """A stopped sink's plugin told of an offset change before the store makes it: a change the
+        plugin cannot make in its target refuses the whole change (its target's offsets and the
+        store's would disagree). It gets its config as a run does: resolved, its paths confined to
+        the directories this process may use (real paths, so a link swapped since create is refused).
+        A connector that is not stopped is left to the store, which refuses the change."""
         info = self.connectors.get(name)
-        if info.type != "sink":
+        if info.type != "sink" or info.target_state != TargetState.STOPPED:
             return
         plugin: Any = self.registry.resolve(info.connector_class).cls
-        plugin().alter_offsets(name, plugin.config_model.model_validate(self.providers.resolve(info.config)), offsets)
+        config = AllowedPaths.from_settings(self.settings).confine(
+            plugin.config_model, self.providers.resolve(info.config)
+        )
+        plugin().alter_offsets(name, plugin.config_model.model_validate(config), offsets)
 
     def place_new_work(self, name: str | None = None) -> None:
         """Rebalance on a config change, as Kafka and RocketMQ do (on recorded liveness: no probes

@@ -13,6 +13,7 @@ import socket
 import threading
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -106,7 +107,9 @@ class Store:
                     payload(out)
                     return int(out.tell())
             directory, name = target.rsplit("/", 1)
+            self._inside_root(directory)  # what exists of it: before anything is made there
             filesystem.create_dir(directory, recursive=True)
+            self._inside_root(directory)
             temp = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
             try:
                 with filesystem.open_output_stream(temp, compression=None) as out:
@@ -120,6 +123,20 @@ class Store:
             return size
         except OSError as exc:
             raise RetriableError(f"cannot write `{key}` to the {self.where()}: {self.scrub(str(exc))}") from None
+
+    def _inside_root(self, directory: str) -> None:
+        """A local directory (or its nearest existing ancestor) resolves inside the store's root: a
+        symbolic link planted under the root since create cannot take the writes elsewhere."""
+        existing = directory
+        while not os.path.lexists(existing) and existing.rstrip("/") != self.root.rstrip("/"):
+            existing = os.path.dirname(existing)
+        root = os.path.realpath(self.root)
+        if not Path(os.path.realpath(existing)).is_relative_to(root):
+            shown = os.path.relpath(existing, self.root)
+            raise ConfigError(
+                f"`{shown}` under the {self.where()} leads out of it (a symbolic link): nothing written there",
+                {"store.url": ["a directory under the store is a symbolic link out of it"]},
+            )
 
     # -- create-time checks --------------------------------------------------------
 

@@ -290,3 +290,56 @@ def test_a_table_directory_that_is_a_symlink_out_of_the_allowed_paths_is_refused
     assert "leads out of" in failed.message
     assert list(outside.iterdir()) == []
     assert runtime.connectors.sink_offsets("sink") == {}
+
+    # a link below the table's directory (its log, here): delta-rs would follow it; refused too
+    (lake / "orders").unlink()
+    (lake / "orders").mkdir()
+    (lake / "orders" / "_delta_log").symlink_to(outside, target_is_directory=True)
+    failed = runner.run("sink", 0)
+    assert failed.state == "FAILED" and "holds a symbolic link (`_delta_log`)" in failed.message
+    assert list(outside.iterdir()) == []
+
+
+def test_an_offset_reset_gets_the_config_a_run_gets_and_refuses_what_it_cannot_apply(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`DELETE …/offsets` tells the sink with its paths confined as a run's are (a directory swapped
+    for a link out of the allowed paths since create is refused, nothing written there), and before
+    the store forgets its offsets: a reset the sink cannot apply changes nothing."""
+    import shutil
+
+    from connect_core.sdk.errors import ConfigError
+
+    lake, outside = tmp_path / "lake", tmp_path.parent / f"{tmp_path.name}-outside"
+    _orders(runtime, postgres)
+    runtime.create_connector("sink", sink_config("orders", path=f"{lake}/orders"))
+    synced(runner, "src", "sink")
+    runtime.set_target_state("sink", "STOPPED")
+    shutil.move(str(lake), str(outside))
+    lake.symlink_to(outside, target_is_directory=True)
+    log = sorted(p.name for p in (outside / "orders" / "_delta_log").iterdir())
+    with pytest.raises(ConfigError, match="outside the directories"):
+        runtime.reset_offsets("sink")
+    assert sorted(p.name for p in (outside / "orders" / "_delta_log").iterdir()) == log  # nothing committed there
+    assert runtime.connectors.sink_offsets("sink") != {}  # and the store kept its offsets
+
+    lake.unlink()
+    shutil.move(str(outside), str(lake))
+    routed = sink_config(
+        "orders",
+        path=f"{lake}/${{topic}}",
+        **{
+            "transforms": "r",
+            "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            "transforms.r.regex": "(.*)",
+            "transforms.r.replacement": "$1",
+        },
+    )
+    runtime.update_connector("sink", routed)
+    kept = runtime.connectors.sink_offsets("sink")
+    with pytest.raises(ConfigError):  # its tables cannot be found from the config: refused whole
+        runtime.reset_offsets("sink")
+    assert runtime.connectors.sink_offsets("sink") == kept

@@ -56,3 +56,42 @@ def test_a_batch_replaces_its_keys_rows_in_the_files_that_hold_them(
     snapshot = table.current_snapshot()
     parent = table.snapshot_by_id(snapshot.parent_snapshot_id)
     assert snapshot.summary["connect.offsets.x"] == parent.summary["connect.offsets.x"] == '{"t":{"0":9}}'
+
+
+@pytest.mark.parametrize("kind", ["sql", "rest"])
+def test_a_catalog_that_never_answers_is_a_retriable_error_in_bounded_time(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catalog server that accepts connections and never answers: the run (and an offset reset,
+    which loads the same catalog) gives up after the connect timeout instead of hanging for ever."""
+    import socket
+    import threading
+    import time
+
+    from connect_core.connectors.lakehouse.iceberg import _catalog
+    from connect_core.connectors.lakehouse.iceberg.config import IcebergSinkConfig
+    from connect_core.sdk.errors import RetriableError
+
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.extend(iter(lambda: server.accept()[0], None)), daemon=True).start()
+    port = server.getsockname()[1]
+    monkeypatch.setattr(_catalog, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(_catalog, "REQUEST_TIMEOUT_S", 2)
+    uri = f"postgresql://u@127.0.0.1:{port}/cat" if kind == "sql" else f"http://127.0.0.1:{port}"
+    cfg = IcebergSinkConfig.model_validate(
+        {
+            "connector.class": "IcebergSinkConnector",
+            "topics": "t",
+            "iceberg.tables": "db.t",
+            "iceberg.catalog.type": kind,
+            "iceberg.catalog.uri": uri,
+            "iceberg.catalog.warehouse": str(tmp_path),
+        }
+    )
+    started = time.monotonic()
+    with pytest.raises(RetriableError, match="did not answer"):
+        _catalog.load_catalog(cfg)
+    assert time.monotonic() - started < 20
+    assert accepted  # it did reach the silent server
+    server.close()

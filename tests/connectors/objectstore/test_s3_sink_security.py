@@ -60,6 +60,16 @@ def test_a_local_directory_store(rows_runtime: Runtime, spark: Any, tmp_path: Pa
     ids = [i for f in found for i in pq.read_table(lake / f).column("id").to_pylist()]
     assert ids == list(range(7))
 
+    # a link planted under the store since create (pyarrow would follow it): the run writes nothing there
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (lake / "topics" / "t").rename(tmp_path / "moved")
+    (lake / "topics" / "t").symlink_to(outside, target_is_directory=True)
+    produce(rows_runtime, runner, "t", rows(7, 2))
+    failed = runner.run("sink", 0)
+    assert failed.state == "FAILED" and "leads out of it (a symbolic link)" in failed.message
+    assert list(outside.rglob("*")) == []
+
 
 def test_a_local_store_outside_the_allowed_paths_writes_nothing(
     rows_runtime: Runtime, spark: Any, api: Served, tmp_path: Path

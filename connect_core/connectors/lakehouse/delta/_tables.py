@@ -95,4 +95,20 @@ def _local(template: str, topic: str) -> str:
             f"the table directory of topic `{topic}` under `delta.table.path` leads out of `{base}` (a symlink): refused",
             {"delta.table.path": [f"the directory of topic `{topic}` is a symlink out of the configured directory"]},
         )
+    _no_links_below(real)
     return real
+
+
+def _no_links_below(table: str) -> None:
+    """delta-rs follows links below the table's directory (its `_delta_log`, partition directories,
+    data files), which could take its writes out of the allowed directories: a table holding a
+    symbolic link is refused (the sink itself never makes one)."""
+    for root, dirs, files in os.walk(table):  # links to directories are listed, never followed
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(root, name)):
+                shown = os.path.relpath(os.path.join(root, name), table)
+                raise ConfigError(
+                    f"the Delta table at `{table}` holds a symbolic link (`{shown}`): refused, as delta-rs "
+                    "would follow it out of the allowed directories",
+                    {"delta.table.path": ["the table's directory holds a symbolic link"]},
+                )

@@ -90,6 +90,12 @@ def _confined(cls: type[Catalog], root: str, name: str, props: dict[str, str]) -
             refuse_code_keys(properties or {}, "the table's properties")
             return ConfinedFileIO({**self.properties, **(properties or {}), ROOT: root})
 
+        def _create_session(self) -> Any:  # a REST catalog's HTTP session: no request waits for ever
+            session = super()._create_session()
+            for prefix in ("http://", "https://"):
+                session.mount(prefix, _deadline_adapter())
+            return session
+
     Confined.__name__ = cls.__name__
     try:
         return Confined(name, **props)
@@ -105,6 +111,23 @@ def _confined(cls: type[Catalog], root: str, name: str, props: dict[str, str]) -
         ) from None
 
 
+#: How long a catalog may take to connect, and to answer one request (a server that accepts and
+#: never answers would hold a run, and an offset reset's REST call, for ever).
+CONNECT_TIMEOUT_S = 10
+REQUEST_TIMEOUT_S = 120
+
+
+def _deadline_adapter() -> Any:
+    """requests' adapter with a timeout on every request that names none (pyiceberg names none)."""
+    from requests.adapters import HTTPAdapter
+
+    class Deadline(HTTPAdapter):
+        def send(self, request: Any, timeout: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
+            return super().send(request, timeout=timeout or (CONNECT_TIMEOUT_S, REQUEST_TIMEOUT_S), **kwargs)
+
+    return Deadline()
+
+
 def catalog_uri(cfg: IcebergSinkConfig) -> str:
     """The SQLAlchemy URL of a sql catalog's PostgreSQL: a Java sink's `jdbc:postgresql://…?user=…`
     and `iceberg.catalog.jdbc.user`/`jdbc.password` read as the JDBC catalog reads them."""
@@ -117,6 +140,10 @@ def catalog_uri(cfg: IcebergSinkConfig) -> str:
     query = dict(parse_qsl(parts.query))
     user = cfg.catalog_jdbc_user or query.pop("user", None) or parts.username
     password = cfg.catalog_jdbc_password or query.pop("password", None) or parts.password
+    # a server that accepts and never answers: the connection gives up (libpq's connect_timeout), and
+    # a query the server sits on ends (its statement_timeout); the user's tighter values stand
+    query.setdefault("connect_timeout", str(CONNECT_TIMEOUT_S))
+    query["options"] = f"-c statement_timeout={REQUEST_TIMEOUT_S * 1000}"
     return URL.create(
         "postgresql+psycopg2",
         username=user,
