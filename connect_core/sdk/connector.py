@@ -190,6 +190,7 @@ class SinkConnector(Connector[ConfigT]):
     task_class: ClassVar[type[SinkTask]]
 
     def alter_offsets(self, name: str, config: ConfigT, offsets: Mapping[TopicPartition, int | None] | None) -> None:
-        """Called after the runtime altered (`offsets`; None for a partition: removed) or reset (`None`)
-        the connector's committed offsets, for a sink that also keeps offsets in its target
-        (as Kafka's `SinkConnector.alterOffsets`): make them agree, or raise to refuse."""
+        """Called when the connector's committed offsets are altered (`offsets`; None for a partition:
+        removed) or reset (`None`) while it is stopped, for a sink that also keeps offsets in its
+        target (as Kafka's `SinkConnector.alterOffsets`), before the runtime changes its own: make
+        the target agree, or raise to refuse the change (the runtime's offsets then stay)."""
