@@ -43,12 +43,12 @@ def key_filter(keys: pa.Table) -> list[Any]:
     names = keys.column_names
     if len(names) == 1:
         values = keys[names[0]].to_pylist()
-        return [In(names[0], values)] if values else []  # type: ignore[call-arg,misc]  # pydantic-typed __init__
+        return [In(names[0], values)] if values else []  # type: ignore[call-arg,misc,unused-ignore]  # pydantic-typed __init__
     rows = keys.to_pylist()
     found = []
     for start in range(0, len(rows), _COMPOSITE_CHUNK):
         chunk = rows[start : start + _COMPOSITE_CHUNK]
-        terms = [And(*[EqualTo(n, row[n]) for n in names]) for row in chunk]  # type: ignore[call-arg,misc]
+        terms = [And(*[EqualTo(n, row[n]) for n in names]) for row in chunk]  # type: ignore[call-arg,misc,unused-ignore]
         found.append(Or(*terms) if len(terms) > 1 else terms[0])
     return found
 
@@ -112,7 +112,7 @@ def _delete_by_join(tx: Any, table: Table, keys: pa.Table, summary: dict[str, st
 
     names = keys.column_names
     ranges = [
-        And(GreaterThanOrEqual(n, pc.min(keys[n]).as_py()), LessThanOrEqual(n, pc.max(keys[n]).as_py()))  # type: ignore[call-arg,misc]
+        And(GreaterThanOrEqual(n, pc.min(keys[n]).as_py()), LessThanOrEqual(n, pc.max(keys[n]).as_py()))  # type: ignore[call-arg,misc,unused-ignore]
         for n in names
     ]
     metadata, schema = table.metadata, table.schema()
