@@ -28,10 +28,10 @@ from this process (interpreter / client start-up included), unless said otherwis
   `upsert(rows, join_cols=["id"])` (a subprocess; its own time measured around the transaction).
   Both tables must then hold the same rows for every changed key and the same row count.
 
-Both sinks take a run's whole batch into the driver as one Arrow table (`mapInArrow(…).toArrow()`
-through Spark Connect): at 10M rows that is 1.08 GiB of results, so the pool needs
-`--server-memory 4g --pool-conf spark.driver.maxResultSize=3g` (with the default 1g heap the
-server died; with 4g and the default maxResultSize of 1 GiB the Iceberg run failed).
+An append's data files are written by the Spark workers that read the topic (the driver gets only
+the files' descriptions and commits them), so the default warm pool (1 GiB heap) takes the 10M
+rows. Until that change both sinks took the whole batch into the driver (1.08 GiB through Spark
+Connect) and needed `--server-memory 4g --pool-conf spark.driver.maxResultSize=3g`.
 
 Writes the sections `## lakehouse sinks: …` of bench/RESULTS.md (docs/benchmarks/results.md
 includes that file whole). Drops its databases and directories at the end unless `--keep`.

@@ -4,7 +4,8 @@
 
 On a throw-away database (the machine's Postgres, CONNECT_BENCH_PG_URL), the store of
 bench/metrics_bench.py (half file sources, half file sinks each lagging 1,000 records, `--runs`
-finished runs per task, every tenth one FAILED, here with an error text), bulk-inserted with SQL.
+finished runs per task, every tenth one FAILED, here with an error text; the sinks' committed runs
+name a table and its version, as a lakehouse sink's do), bulk-inserted with SQL.
 
 Then one server process (uvicorn on loopback, this script with `--serve`) serves the REST app
 under `/connect` and the view under `/connect-ui`, as Airflow's api-server mounts them. Measured:
@@ -49,6 +50,16 @@ ERRORS = """
     UPDATE connect.task_runs
     SET error = 'java.sql.SQLException: connection refused to jdbc:postgresql://app:s3cret@db/x (run ' || id || ')'
     WHERE state = 'FAILED'
+"""
+
+#: The sinks' committed runs report the table they wrote and its version (`sdk.WRITE_TABLES`), so
+#: the view reads and shows them.
+TABLES = """
+    UPDATE connect.task_runs r
+    SET stats = r.stats || jsonb_build_object('target', jsonb_build_object('rows_written', 100, 'tables',
+        jsonb_build_array(jsonb_build_object('name', 'lake.' || r.connector, 'version', r.id::text))))
+    FROM connect.connectors c
+    WHERE c.name = r.connector AND c.type = 'sink' AND r.state = 'SUCCEEDED'
 """
 
 
@@ -157,6 +168,7 @@ def main() -> None:
             setup_s = populate(runtime, args.connectors, args.runs)
             with runtime.engine.begin() as conn:
                 conn.execute(text(ERRORS))
+                conn.execute(text(TABLES))
         finally:
             runtime.close()
         server, base = start_server(url, home)
@@ -166,6 +178,7 @@ def main() -> None:
             zipped, zipped_bytes = fetch_times(base, args.fetches, gzipped=True)
             body = httpx.get(f"{base}/connect-ui/data.json", timeout=60).content
             assert b"s3cret" not in body, "a secret reached the view"
+            assert b'"name":"lake.c0001"' in body, "a sink's table is missing from the view"
             loads, search_ms = browser_times(base, args.connectors, args.loads)
         finally:
             server.terminate()
@@ -187,8 +200,9 @@ def main() -> None:
             "",
             "Reproduce: `.venv/bin/python bench/view_bench.py`. The store of `bench/metrics_bench.py`",
             f"({args.connectors:,} connectors: file sources and file sinks each lagging 1,000 records,",
-            f"{args.runs} finished runs per task, every tenth FAILED with an error text), bulk-inserted with",
-            f"SQL in {setup_s:.1f} s. One uvicorn process serves the REST app (`/connect`) and the view",
+            f"{args.runs} finished runs per task, every tenth FAILED with an error text, the sinks'",
+            f"committed runs naming a table and its version), bulk-inserted with SQL in {setup_s:.1f} s.",
+            "One uvicorn process serves the REST app (`/connect`) and the view",
             "(`/connect-ui`) on loopback; the bench process fetches `data.json` (what the page polls every",
             f"5 s) one request at a time, {args.fetches} times after 3 warm-ups, without and with gzip; then",
             f"headless Chromium loads the page {args.loads} times (after one warm-up load), timed from",

@@ -15,6 +15,12 @@ DAG is built.
 Sources run on their `schedule` and declare their topics as Asset outlets; sinks are scheduled
 by those Assets (plus an optional cron), so a sink runs when new data lands.
 
+A sink with table upkeep (`SinkConnector.upkeep`) and an `upkeep.schedule` gets one task per upkeep
+job after its sink tasks, each after the one before, all with `trigger_rule="all_done"` (upkeep runs
+whether the sink's run wrote, skipped or failed) and in no Spark pool (`ConnectUpkeepOperator`: no
+Spark). Each runs its job only when due, else skips. Without a `schedule` of its own, such a sink's
+DAG also runs on its `upkeep.schedule`, so an idle table still gets its upkeep.
+
 One connector that cannot be compiled (a config stored before validation got
 stricter, a row edited by hand, a plugin that fails) is logged and left out:
 it must never take the DAG file, and so every other connector's DAG, down.
@@ -43,7 +49,9 @@ from sqlalchemy.dialects.postgresql import BIT
 
 from connect_core.airflow.operator import TOPIC_ASSET_PREFIX, ConnectTaskOperator
 from connect_core.airflow.rebalance import REBALANCE_DAG_ID, rebalance_dag
+from connect_core.airflow.upkeep import ConnectUpkeepOperator
 from connect_core.runtime.airflow_client import DAG_PREFIX, airflow_pool_for, dag_id_for
+from connect_core.runtime.execution.upkeep import UPKEEP_TASK_PREFIX, upkeep_of
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.processing.config import build_chain
 from connect_core.runtime.security import mask_config
@@ -154,9 +162,19 @@ def _compile(registry: PluginRegistry, row: Any, placed: dict[tuple[str, int], s
     outputs = [check_topic_name(t) for t in plugin_cls().output_topics(model)] if type_ == "source" else []
     outputs = _routed(registry, name, config, outputs)
     moves = _moves(name, type_, _external(plugin_cls, model, name), model, outputs)
-    dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed, moves)
+    upkeep = _upkeep(plugin_cls, model, name)
+    dag = _dag(name, connector_class, type_, config, model, target_state, task_count, outputs, placed, moves, upkeep)
     dag.validate()
     return dag
+
+
+def _upkeep(plugin_cls: Any, model: Any, name: str) -> list[tuple[str, str]]:
+    """The connector's upkeep jobs (name, description), in order: none without `upkeep.schedule`."""
+    try:
+        return [(u.name, u.description) for u in upkeep_of(plugin_cls, name, model)]
+    except Exception:  # its DAG without upkeep rather than no DAG at all
+        log.exception("connector `%s`: its upkeep jobs cannot be listed; its DAG has no upkeep tasks", name)
+        return []
 
 
 def _external(plugin_cls: Any, model: Any, name: str) -> list[str]:
@@ -272,10 +290,11 @@ def _dag(
     outputs: list[str],
     placed: dict[tuple[str, int], str],
     moves: _Moves,
+    upkeep: list[tuple[str, str]],
 ) -> DAG:
     dag = DAG(
         dag_id=dag_id_for(name),
-        schedule=None if target_state == TargetState.STOPPED else _schedule(type_, model),
+        schedule=None if target_state == TargetState.STOPPED else _schedule(type_, model, bool(upkeep)),
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
@@ -289,8 +308,9 @@ def _dag(
         },
     )
     outlets = [topic_asset(t) for t in outputs]
+    tasks = []
     for task_id in range(task_count):
-        ConnectTaskOperator(
+        task = ConnectTaskOperator(
             task_id=f"task_{task_id}",  # what runs, logs and the REST API name; the graph shows the label
             task_display_name=moves.label(task_id, task_count),
             inlets=moves.inlets,
@@ -303,12 +323,30 @@ def _dag(
             pool=airflow_pool_for(placed[name, task_id]) if (name, task_id) in placed else None,
             dag=dag,
         )
+        tasks.append(task)
+    upstream: Any = tasks
+    for job, description in upkeep:
+        # pyiceberg / delta-rs in the task's own process: Airflow's default pool, no Spark pool's slot
+        step = ConnectUpkeepOperator(
+            task_id=f"{UPKEEP_TASK_PREFIX}{job}",
+            task_display_name=f"upkeep: {description or job}",
+            connector=name,
+            job=job,
+            trigger_rule="all_done",
+            dag=dag,
+        )
+        step.set_upstream(upstream)
+        upstream = step
     return dag
 
 
-def _schedule(type_: str, model: ConnectorConfig) -> Any:
+def _schedule(type_: str, model: ConnectorConfig, upkeep: bool = False) -> Any:
     is_sink = type_ == "sink" and isinstance(model, SinkConnectorConfig)
-    time_schedule = _time_schedule(model.schedule, sink=is_sink)
+    schedule = model.schedule
+    if is_sink and schedule is None and upkeep:
+        assert isinstance(model, SinkConnectorConfig)
+        schedule = model.upkeep_schedule  # an idle sink's DAG still runs for its upkeep
+    time_schedule = _time_schedule(schedule, sink=is_sink)
     if not is_sink:
         return time_schedule
     assert isinstance(model, SinkConnectorConfig)

@@ -145,11 +145,19 @@ class Runtime:
         info = self.connectors.get(name)
         if info.type != "sink" or info.target_state != TargetState.STOPPED:
             return
+        plugin, config = self.run_config(info)
+        plugin().alter_offsets(name, config, offsets)
+
+    def run_config(self, info: ConnectorInfo) -> tuple[Any, Any]:
+        """The connector's plugin class and its config model as a run of its tasks gets it: resolved
+        by the config providers, its paths confined to the directories this process may use (real
+        paths, so a link swapped since create is refused). For what calls the plugin outside a run
+        (an offset change, table upkeep)."""
         plugin: Any = self.registry.resolve(info.connector_class).cls
         config = AllowedPaths.from_settings(self.settings).confine(
             plugin.config_model, self.providers.resolve(info.config)
         )
-        plugin().alter_offsets(name, plugin.config_model.model_validate(config), offsets)
+        return plugin, plugin.config_model.model_validate(config)
 
     def place_new_work(self, name: str | None = None) -> None:
         """Rebalance on a config change, as Kafka and RocketMQ do (on recorded liveness: no probes

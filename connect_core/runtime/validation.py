@@ -123,11 +123,27 @@ def _errors(
     if plugin is not None and model is not None and not path_errors:
         for key, problems in plugin.cls().validate(model).items():
             errors.setdefault(key, []).extend(problems)
+        for key, problems in _upkeep_problems(plugin, model, config).items():
+            errors.setdefault(key, []).extend(problems)
     for key, problems in transforms_config.problems(config, registry).items():
         errors.setdefault(key, []).extend(problems)
     for key, problems in (providers or ConfigProviders()).problems(config).items():
         errors.setdefault(key, []).extend(problems)
     return plugin, model, errors
+
+
+def _upkeep_problems(plugin: Plugin, model: ConnectorConfig, config: Mapping[str, Any]) -> dict[str, list[str]]:
+    """An `upkeep.schedule` of a connector that has no upkeep jobs would schedule nothing: said."""
+    if not isinstance(model, SinkConnectorConfig) or model.upkeep_schedule is None:
+        return {}
+    connector: Any = plugin.cls()
+    try:
+        jobs = connector.upkeep(str(config.get("name") or ""), model) if isinstance(connector, SinkConnector) else ()
+    except Exception as exc:  # a plugin's bug: said by key rather than a 500
+        return {"upkeep.schedule": [f"the connector's upkeep jobs cannot be listed: {mask_text(str(exc))[:200]}"]}
+    if not jobs:
+        return {"upkeep.schedule": [f"connector `{plugin.name}` has no table upkeep: leave `upkeep.schedule` out"]}
+    return {}
 
 
 def _spelling_problems(model_cls: type[ConnectorConfig], config: Mapping[str, Any]) -> dict[str, list[str]]:

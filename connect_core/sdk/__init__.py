@@ -16,6 +16,7 @@ from connect_core.sdk.config import (
 )
 from connect_core.sdk.connector import (
     WRITE_REPORT,
+    WRITE_TABLES,
     Connector,
     ConnectorType,
     LineageDataset,
@@ -24,6 +25,7 @@ from connect_core.sdk.connector import (
     SourceConnector,
     SourceTask,
     TaskContext,
+    Upkeep,
 )
 from connect_core.sdk.errors import (
     ConfigError,
@@ -66,6 +68,7 @@ __all__ = [
     "TIMESTAMP_COLUMN",
     "TOMBSTONE_COLUMN",
     "WRITE_REPORT",
+    "WRITE_TABLES",
     "ArrowRecords",
     "CommittedOffset",
     "ConfigError",
@@ -102,6 +105,7 @@ __all__ = [
     "TopicPartition",
     "TransformConfig",
     "Transformation",
+    "Upkeep",
     "check_topic_name",
     "check_topic_prefix",
     "compile_user_regex",

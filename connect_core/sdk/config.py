@@ -382,3 +382,17 @@ class SinkConnectorConfig(ConnectorConfig):
         description="Most records one run reads from its topics' segments, whole segments at a time (at least one "
         "segment is read however large; default: everything new).",
     )
+    upkeep_schedule: str | None = Field(
+        default=None,
+        alias="upkeep.schedule",
+        description="How often the sink's table upkeep runs (compaction, snapshot expiry, orphan files; a sink "
+        "that declares upkeep jobs): an interval (`6h`, `1d`), a preset (`@daily`) or a 5-field cron. Each job is "
+        "a task of the connector's DAG that runs when its last success is older than this; unset: no upkeep.",
+    )
+
+    @field_validator("upkeep_schedule")
+    @classmethod
+    def _upkeep_schedule(cls, value: str | None) -> str | None:
+        if value is not None and value.strip() in _SOURCE_ONLY:
+            raise ValueError(f"table upkeep runs on an interval, a preset or a cron, not `{value.strip()}`")
+        return check_schedule(value, sink=True)

@@ -10,8 +10,9 @@ runtime and is not overridable.
 from __future__ import annotations
 
 import logging
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WRITE_REPORT",
+    "WRITE_TABLES",
     "Connector",
     "ConnectorType",
     "LineageDataset",
@@ -38,11 +40,15 @@ __all__ = [
     "SourceConnector",
     "SourceTask",
     "TaskContext",
+    "Upkeep",
 ]
 
 ConnectorType = Literal["source", "sink"]
 #: What a sink's `write` metadata may report of what it wrote to its target (whole numbers).
 WRITE_REPORT = ("rows_written", "keys_deleted", "files_written", "bytes_written")
+#: The key of a sink's `write` metadata naming the tables it committed to and their versions after
+#: the run: `[{"name": "shop.orders", "version": "8623…"}]` (an Iceberg snapshot id, a Delta version).
+WRITE_TABLES = "tables"
 ConfigT = TypeVar("ConfigT", bound=ConnectorConfig)
 
 
@@ -72,6 +78,29 @@ class LineageDataset:
     namespace: str
     name: str
     topic: str | None = None
+
+
+#: An upkeep job's name: it names the job's Airflow task (`upkeep_<name>`) and its recorded runs.
+_UPKEEP_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """One table-upkeep job of a sink connector (compaction, snapshot expiry, orphan files …): the
+    runtime runs it in a task of the connector's DAG, after the sink's tasks, when its last success
+    is older than the connector's `upkeep.schedule`, and records what it did.
+
+    `run(logger)` does the job, on every table the connector writes, and returns what it did (JSON:
+    counts, not lists of files); it raises a `ConnectError` to fail. It runs outside Spark, in the
+    Airflow task's process, with the config a task run gets (placeholders filled, paths confined)."""
+
+    name: str
+    run: Callable[[logging.Logger], Mapping[str, Any]]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not _UPKEEP_NAME.fullmatch(self.name):
+            raise ValueError(f"upkeep job name {self.name[:60]!r}: 1-40 of a-z, 0-9 and `_`, a letter first")
 
 
 class Connector(ABC, Generic[ConfigT]):
@@ -165,7 +194,8 @@ class SinkTask(ABC):
 
         Whole numbers under the keys of `WRITE_REPORT` (rows written, keys deleted, files and
         bytes written) say what the run wrote to the target: the runtime records them with the
-        run and sums them in `/metrics`."""
+        run and sums them in `/metrics`. Under `WRITE_TABLES`, the tables committed to and their
+        versions after the run (shown by the Connect view)."""
 
     def close(self) -> None:
         """Release resources; called once after the run, whatever its outcome."""
@@ -194,3 +224,9 @@ class SinkConnector(Connector[ConfigT]):
         removed) or reset (`None`) while it is stopped, for a sink that also keeps offsets in its
         target (as Kafka's `SinkConnector.alterOffsets`), before the runtime changes its own: make
         the target agree, or raise to refuse the change (the runtime's offsets then stay)."""
+
+    def upkeep(self, name: str, config: ConfigT) -> Sequence[Upkeep]:
+        """The table-upkeep jobs of connector `name`, in the order they run (each after the one
+        before, done or not). Called wherever its DAG is built, so it must only describe the jobs:
+        no I/O until a job's `run`. Default: none (`upkeep.schedule` is then refused at create)."""
+        return ()

@@ -4,11 +4,12 @@ The page polls this every few seconds, so its cost must not grow with one query 
 
 * states and tasks: the REST list's own read (`ConnectorStore.listing(Page(), status=True)`: one
   query), so the view and `GET /connectors?expand=status` always agree;
-* runs (finished and running now), failures, the last error, lags, pools, what each pool holds
-  and schedules: the store's read model of the view (`runtime.store.views.connector_activity`:
-  seven queries in one read-only snapshot).
+* runs (finished and running now), failures, the last error, lags, pools, what each pool holds,
+  schedules and a sink's tables (with their versions, read with the runs): the store's read model
+  of the view (`runtime.store.views.connector_activity`: seven queries in one read-only snapshot).
 
-Config values are never read here; errors and traces are masked (`mask_text`). The list shows an
+Config values are never read here; errors, traces and table names are masked (`mask_text`: a
+Delta table's URI may carry a credential). The list shows an
 error's cause on one line (`Class: message`, as `connect status` and the Airflow task say it); the
 error history keeps the trace, cut to its tail if it is very long.
 """
@@ -27,7 +28,14 @@ from connect_core.runtime.security import mask_text
 from connect_core.runtime.spark.connect import pool_kind, public_master
 from connect_core.runtime.store import views
 from connect_core.runtime.store.connectors import ConnectorStatus, Page
-from connect_core.runtime.store.views import ConnectorActivity, FailedRun, PoolLoad, RunningRun, RunPoint
+from connect_core.runtime.store.views import (
+    ConnectorActivity,
+    FailedRun,
+    PoolLoad,
+    RunningRun,
+    RunPoint,
+    TableVersion,
+)
 from connect_core.sdk.config import CRON_PRESETS, check_schedule, schedule_interval
 
 __all__ = ["RUNS_SHOWN", "connectors_view", "failed_runs", "one_line_cause", "pools_view", "view_document"]
@@ -132,6 +140,8 @@ def _connectors(runtime: Runtime, activity: ConnectorActivity) -> list[dict[str,
         status = listing.statuses[name]
         view = _connector(status, history.get(name, {}), activity.lags.get(name), activity.pools.get(name, []))
         view["running"] = [_running(r) for r in activity.running.get(name, [])]
+        # Only sinks write tables: what each task's last committed run reported, one per table.
+        view["tables"] = [_table(t) for t in activity.tables.get(name, [])] if status.type == "sink" else None
         schedule, given = activity.schedules.get(name, (None, False))
         if not given:  # the configs' defaults: sources hourly, sinks when their topics get data
             schedule = "@hourly" if status.type == "source" else None
@@ -266,6 +276,16 @@ def _connector(
 
 def _running(run: RunningRun) -> dict[str, Any]:
     return {"run_id": run.id, "task": run.task_id, "started_at": _iso(run.started_at), "pool": run.pool}
+
+
+def _table(table: TableVersion) -> dict[str, Any]:
+    """A table and the version a run left it at, when the run ended; the plugin's text, masked."""
+    return {
+        "name": mask_text(table.name),
+        "version": mask_text(table.version),
+        "run_id": table.run_id,
+        "at": _iso(table.at),
+    }
 
 
 def _rows(run: RunPoint) -> int | None:

@@ -1,6 +1,6 @@
 """The middle part of the Connect view's script (`_assets.SCRIPT`): the pools table and a
-connector's details (its error's cause on top, the tasks, the error history with each trace
-folded, the last runs with their time breakdown). Served between `_script_rows` and
+connector's details (its error's cause on top, a sink's tables at their last versions, the tasks,
+the error history with each trace folded, the last runs with their time breakdown). Served between `_script_rows` and
 `_script_actions`, inside the function scope they open and close."""
 
 from __future__ import annotations
@@ -58,6 +58,28 @@ DETAILS_SCRIPT = r"""
     when.appendChild(document.createTextNode(e.at ? ")" : ""));
     if (e.past) when.appendChild(document.createTextNode("; before the last successful run (" + e.succeeded_since + ")"));
     box.appendChild(when);
+    return box;
+  }
+
+  /** A sink's tables at the version each was left by the last committed run that wrote it (a
+   * plugin's text: shown as text only). Empty for a source, or a sink that reports no tables. */
+  function tablesBox(c) {
+    const box = document.createDocumentFragment();
+    const tables = Array.isArray(c.tables) ? c.tables : [];
+    if (!tables.length) return box;
+    const line = el("p", null, "written");
+    line.appendChild(el("strong", "Tables: "));
+    tables.forEach((t, i) => {
+      if (i) line.appendChild(document.createTextNode(" · "));
+      const item = el("span", t.name + (t.version ? " @ version " + t.version : ""), "table");
+      item.title = "written by run " + t.run_id;
+      line.appendChild(item);
+      if (t.at) {
+        line.appendChild(clock("ago", t.at, " ("));
+        line.appendChild(document.createTextNode(")"));
+      }
+    });
+    box.appendChild(line);
     return box;
   }
 
@@ -132,9 +154,11 @@ DETAILS_SCRIPT = r"""
     const c = entry.data;
     const td = entry.detail.firstChild;
     if (!td.querySelector(".tasks")) {
-      td.replaceChildren(el("div", null, "top"), el("div", null, "tasks"), el("div", null, "errors"), el("div", null, "runs"));
+      td.replaceChildren(el("div", null, "top"), el("div", null, "tables"), el("div", null, "tasks"),
+        el("div", null, "errors"), el("div", null, "runs"));
     }
     td.querySelector(".top").replaceChildren(causeBox(c));
+    td.querySelector(".tables").replaceChildren(tablesBox(c));
     td.querySelector(".tasks").replaceChildren(tasksTable(c, entry.traces));
     if (!fetchHistory) return;
     const errorsBox = td.querySelector(".errors");

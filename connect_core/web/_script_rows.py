@@ -310,7 +310,7 @@ ROWS_SCRIPT = r"""
     const toggle = el("button", c.name, "linkish");
     toggle.type = "button";
     toggle.dataset.action = "details";
-    toggle.title = "details: the error's cause, tasks, error history, last runs";
+    toggle.title = "details: the error's cause, a sink's tables, tasks, error history, last runs";
     nameTd.appendChild(toggle);
     tds.push(nameTd);
     tds.push(el("td", String(c.type).toUpperCase()));

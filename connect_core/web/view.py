@@ -98,7 +98,7 @@ def _page(
         )
     )
     columns = (
-        ("connector", "open the details: the error's cause, tasks, error history, last runs"),
+        ("connector", "open the details: the error's cause, a sink's tables, tasks, error history, last runs"),
         ("type", ""),
         ("state", "what the connector does now; its state as the REST API says it on hover"),
         ("tasks", ""),

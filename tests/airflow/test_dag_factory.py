@@ -149,6 +149,51 @@ def test_sink_interval_schedule(runtime: Runtime, tmp_path: Path) -> None:
     assert type(_dags(runtime)["connect__k"].timetable.timetable).__name__ == "DeltaTriggerTimetable"
 
 
+def _lake_sink(runtime: Runtime, tmp_path: Path, name: str, kind: str, **extra: str) -> None:
+    """An Iceberg or Delta sink (nothing is written or read while DAGs are built)."""
+    if kind == "iceberg":
+        config = {
+            "connector.class": "IcebergSinkConnector",
+            "iceberg.tables": "shop.orders",
+            "iceberg.catalog.type": "sql",
+            "iceberg.catalog.uri": "postgresql+psycopg2://nobody@127.0.0.1:1/none",
+            "iceberg.catalog.warehouse": str(tmp_path / "warehouse"),
+        }
+    else:
+        config = {"connector.class": "DeltaSinkConnector", "delta.table.path": str(tmp_path / "lake")}
+    runtime.create_connector(name, {**config, "topics": "orders", **extra})
+
+
+@pytest.mark.parametrize(
+    ("kind", "jobs"),
+    [("iceberg", ["compact", "expire_snapshots", "remove_orphans"]), ("delta", ["optimize", "vacuum"])],
+)
+def test_a_sink_with_an_upkeep_schedule_gets_its_upkeep_tasks_after_its_sink_tasks(
+    runtime: Runtime, tmp_path: Path, kind: str, jobs: list[str]
+) -> None:
+    _lake_sink(runtime, tmp_path, "lake", kind, **{"upkeep.schedule": "@daily"})
+    _lake_sink(runtime, tmp_path, "plain", kind)
+    dags = _dags(runtime)
+
+    dag = dags["connect__lake"]
+    upkeep = [t for t in dag.tasks if t.task_id.startswith("upkeep_")]
+    assert [t.task_id for t in upkeep] == [f"upkeep_{job}" for job in jobs]
+    assert [t.downstream_task_ids for t in upkeep] == [{f"upkeep_{job}"} for job in jobs[1:]] + [set()]
+    assert upkeep[0].upstream_task_ids == {"task_0"}  # after the sink's task, each after the one before
+    for task in upkeep:
+        assert task.trigger_rule == "all_done"  # whether the sink's run wrote, skipped or failed
+        assert task.pool == "default_pool"  # no Spark pool's slot: pyiceberg / delta-rs in the task's process
+        assert task.connector == "lake" and task.job == task.task_id.removeprefix("upkeep_")
+    assert dag.tasks[0].pool == "connect_local"
+    # no schedule of its own: the DAG also runs on the upkeep's, so an idle table gets upkeep too
+    assert dag.timetable.timetable.expression == "0 0 * * *"
+    assert "connect.topic.orders" in str(dag.timetable.asset_condition)
+
+    plain = dags["connect__plain"]  # no `upkeep.schedule`: no upkeep tasks, Assets only
+    assert [t.task_id for t in plain.tasks] == ["task_0"]
+    assert type(plain.timetable).__name__ == "AssetTriggeredTimetable"
+
+
 def test_airflow_never_starts_an_empty_embedded_store(tmp_path: Path) -> None:
     from connect_core.runtime.settings import Settings
     from connect_core.sdk.errors import ConfigError

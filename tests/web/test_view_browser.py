@@ -20,7 +20,9 @@ from sqlalchemy import text
 
 from connect_core.rest.app import create_app
 from connect_core.rest.auth import bearer_or_loopback
+from connect_core.runtime.cluster.runs import CommitRequest
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.runner import _write_report
 from connect_core.runtime.store.states import RunState
 from connect_core.web.view import create_view_app
 from tests.conftest import file_pair, make_runner
@@ -72,6 +74,10 @@ def test_view_acts_through_the_rest_api(runtime: Runtime, spark: Any, tmp_path: 
             ),
             {"c": HOSTILE, "e": "boom <b>bold</b> jdbc:postgresql://app:hunter2@db/x"},
         )
+    # A sink's table as a plugin named it (hostile text), committed as the runner records it.
+    lease = runtime.runs.acquire("fileSinkConnector", 0, 60)
+    target = _write_report({"tables": [{"name": HOSTILE, "version": "<b>7</b>"}]})
+    runtime.runs.commit(lease, CommitRequest(stats={"rows": 0, "target": target}))
     rest = httpx.Client(base_url=f"{site.url}/connect", timeout=10)
 
     def state(name: str) -> str:
@@ -126,6 +132,12 @@ def test_view_acts_through_the_rest_api(runtime: Runtime, spark: Any, tmp_path: 
         page.locator("tr.detail .errors summary", has_text="full trace").first.click()
         trace.wait_for()
         assert "hunter2" not in page.content()
+        # The sink's details name its table at the version its last run left it: text, not markup.
+        sink.get_by_role("button", name="fileSinkConnector", exact=True).click()
+        written = page.locator("tr[data-detail-of='fileSinkConnector'] .written")
+        written.wait_for()
+        assert written.inner_text().startswith(f"Tables: {HOSTILE} @ version <b>7</b> (")
+        assert page.locator("#connectors img, #connectors b").count() == 0
         page.screenshot(path=str(ARTIFACTS / "connect-view.png"), full_page=True)
 
         # Search and the state filter, in the page.

@@ -1,6 +1,6 @@
 """What the Connect view shows, read from real runs in a real metadata store: a run in progress,
-an error's one-line cause and whether a later run succeeded since, a run's time breakdown, and
-pools whose counts add up to the connectors' rows."""
+an error's one-line cause and whether a later run succeeded since, a run's time breakdown, a
+sink's tables at their last versions, and pools whose counts add up to the connectors' rows."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from connect_core.runtime.cluster.runs import CommitRequest
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.runner import TaskRunner
+from connect_core.runtime.execution.runner import TaskRunner, _write_report
 from connect_core.runtime.store.states import RunState
+from connect_core.sdk.connector import WRITE_TABLES
 from connect_core.sdk.errors import ConfigError
 from connect_core.web.view import create_view_app
 from tests.conftest import file_pair
@@ -127,6 +129,68 @@ def test_the_cause_of_a_chained_error_is_the_outermost_exception_on_one_line(run
     assert one_line_cause("boom. it failed: x") == "boom. it failed: x"  # a message: no class to shorten
     assert one_line_cause("x" * 5000) == "x" * 299 + "…"
     assert one_line_cause(None) is None and one_line_cause("") is None
+
+
+def _sink_run(runtime: Runtime, name: str, task: int, tables: Any, state: RunState = RunState.SUCCEEDED) -> int:
+    """A run of the sink's task whose `write` reported `tables`, recorded as the runner records it."""
+    lease = runtime.runs.acquire(name, task, 60)
+    stats = {"rows": 3, "target": _write_report({"rows_written": 3, WRITE_TABLES: tables})}
+    if state == RunState.SUCCEEDED:
+        runtime.runs.commit(lease, CommitRequest(stats=stats))
+    else:
+        runtime.runs.finish(lease, state, "boom", stats)
+    return lease.run_id
+
+
+def test_a_sink_shows_each_table_at_the_version_its_tasks_last_committed(runtime: Runtime, tmp_path: Path) -> None:
+    """Per task, the newest committed run that reported tables; merged over the tasks, one entry per
+    table: the newest run's version, and when that run ended. A failed run's tables are not shown."""
+    file_pair(runtime, tmp_path)
+    runtime.connectors.create(
+        "lake", connector_class="IcebergSinkConnector", type="sink", config={}, task_configs=[{}, {}]
+    )
+    secret_path = "abfss://lake:hunter2@account.dfs.core.windows.net/events"
+    items = _sink_run(runtime, "lake", 0, [{"name": "shop.orders", "version": 1}, {"name": "shop.items", "version": 7}])
+    orders = _sink_run(
+        runtime, "lake", 1, [{"name": "shop.orders", "version": "2"}, {"name": secret_path, "version": 4}]
+    )
+    _sink_run(runtime, "lake", 0, [])  # nothing new to write: the version task 0 left stands
+    _sink_run(runtime, "lake", 1, [{"name": "shop.orders", "version": "99"}], RunState.FAILED)  # discarded
+    with runtime.engine.connect() as conn:
+        ended = {r.id: r.finished_at for r in conn.execute(text("SELECT id, finished_at FROM connect.task_runs"))}
+
+    shown = _connectors(runtime)
+    tables = shown["lake"]["tables"]
+    assert [(t["name"], t["version"], t["run_id"]) for t in tables] == [
+        ("abfss://lake:********@account.dfs.core.windows.net/events", "4", orders),  # masked
+        ("shop.items", "7", items),
+        ("shop.orders", "2", orders),
+    ]
+    assert [t["at"] for t in tables] == [ended[orders].isoformat(), ended[items].isoformat(), ended[orders].isoformat()]
+    assert "hunter2" not in json.dumps(shown)
+    # A sink that reports no tables lists none; a source has none to list.
+    assert shown["fileSinkConnector"]["tables"] == [] and shown["fileSourceConnector"]["tables"] is None
+
+
+def test_a_sinks_tables_of_another_shape_are_left_out_or_cut(runtime: Runtime) -> None:
+    """Stats another writer left (not the runner's `_write_report`): odd entries are skipped, long text cut."""
+    runtime.connectors.create("odd", connector_class="DeltaSinkConnector", type="sink", config={}, task_configs=[{}])
+    hostile = "<img src=x onerror=alert(1)></script><script>alert(2)</script>"
+    reported = [
+        1,
+        None,
+        {"name": 5},
+        {"name": ""},
+        {"name": hostile, "version": {"a": 1}},
+        {"name": "n" * 5000, "version": "v" * 500},
+    ]
+    lease = runtime.runs.acquire("odd", 0, 60)
+    runtime.runs.commit(lease, CommitRequest(stats={"target": {WRITE_TABLES: reported}}))
+
+    tables = _connectors(runtime)["odd"]["tables"]
+    assert [(t["name"], t["version"]) for t in tables] == [(hostile, ""), ("n" * 300, "v" * 40)]
+    page = TestClient(create_view_app(lambda: runtime)).get("/").text
+    assert "<img" not in page and "<script>alert" not in page  # embedded as JSON escapes, not markup
 
 
 def test_the_pools_counts_agree_with_the_connectors_rows(runtime: Runtime, tmp_path: Path) -> None:

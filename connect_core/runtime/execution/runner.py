@@ -43,7 +43,7 @@ from connect_core.runtime.topics.segments import arrow_topics, delete_path, read
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.runtime.validation import connector_config_model
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
-from connect_core.sdk.connector import WRITE_REPORT, SinkTask, SourceTask, TaskContext
+from connect_core.sdk.connector import WRITE_REPORT, WRITE_TABLES, SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
 from connect_core.sdk.testing import faults as _faults
@@ -77,7 +77,7 @@ class RunResult:
     #: What a source reported about the system it reads (`SourceBatch.stats`).
     source: dict[str, Any] = field(default_factory=dict)
     #: What a sink reported writing to its target (`WRITE_REPORT` keys of its `write` metadata).
-    target: dict[str, int] = field(default_factory=dict)
+    target: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -500,11 +500,26 @@ def _dedupe(positions: list[SourcePosition]) -> list[SourcePosition]:
     return list(by_key.values())
 
 
-def _write_report(metadata: Mapping[str, Any] | None) -> dict[str, int]:
-    """The `WRITE_REPORT` numbers of a sink's `write` metadata (whole, not negative); others ignored."""
+#: At most this many tables of a run's `WRITE_TABLES` are kept, their names and versions cut to these lengths.
+_TABLES_KEPT, _NAME_KEPT, _VERSION_KEPT = 20, 300, 40
+
+
+def _write_report(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The `WRITE_REPORT` numbers of a sink's `write` metadata (whole, not negative) and its
+    `WRITE_TABLES` (names and versions as short strings, a few tables); others ignored."""
     found = metadata or {}
-    return {
+    report: dict[str, Any] = {
         k: found[k]
         for k in WRITE_REPORT
         if isinstance(found.get(k), int) and not isinstance(found[k], bool) and found[k] >= 0
     }
+    tables = found.get(WRITE_TABLES)
+    if isinstance(tables, list | tuple):
+        kept = [
+            {"name": str(t["name"])[:_NAME_KEPT], "version": str(t.get("version", ""))[:_VERSION_KEPT]}
+            for t in tables[:_TABLES_KEPT]
+            if isinstance(t, Mapping) and isinstance(t.get("name"), str) and t["name"]
+        ]
+        if kept:
+            report[WRITE_TABLES] = kept
+    return report

@@ -51,6 +51,7 @@ __all__ = [
     "TopicPartitionRow",
     "TopicRow",
     "TopicSegmentRow",
+    "UpkeepJobRow",
 ]
 
 SCHEMA = "connect"
@@ -223,6 +224,22 @@ class ConnectorTopicRow(Base):
     connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
     topic: Mapped[str] = mapped_column(Text, primary_key=True)
     since: Mapped[datetime] = _now()
+
+
+class UpkeepJobRow(Base):
+    """The last run of one table-upkeep job of a sink (migration 0015): a job is due when its last
+    success (`succeeded_at`) is older than the connector's `upkeep.schedule`."""
+
+    __tablename__ = "upkeep_jobs"
+
+    connector: Mapped[str] = mapped_column(Text, ForeignKey(ConnectorRow.name, ondelete="CASCADE"), primary_key=True)
+    job: Mapped[str] = mapped_column(Text, primary_key=True)
+    state: Mapped[str] = mapped_column(Text)  # SUCCEEDED | FAILED, of the last run
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    succeeded_at: Mapped[datetime | None]  # the last success's finish, kept through failures
+    result: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")  # what the last run did
+    error: Mapped[str | None] = mapped_column(Text)  # the last run's, one line, masked
 
 
 class ChangeCounterRow(Base):

@@ -3,7 +3,8 @@ queries whatever the number of connectors (the page polls them every few seconds
 
 * the last finished runs of every connector (for the sparkline), the newest one's timings, and its
   count of failed runs: a few index reads per connector (`task_runs(connector, id)`), whatever the
-  history holds;
+  history holds; among those runs, a sink's tables (`sdk.WRITE_TABLES`): those the newest committed
+  run of each of its tasks reported writing, at the version it left, newest first by table;
 * the runs running now (state RUNNING, lease held): an index read per task
   (`task_runs(connector, task_id, state)`);
 * the newest failed run's error, and whether a later run of its task succeeded since: one
@@ -20,7 +21,7 @@ errors leave unmasked: the caller masks them before they are shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -30,12 +31,14 @@ from sqlalchemy import Engine, Row, text
 from connect_core.runtime.store.readers import SINK_TOPICS
 
 __all__ = [
+    "TABLES_SHOWN",
     "TIMINGS",
     "ConnectorActivity",
     "FailedRun",
     "PoolLoad",
     "RunPoint",
     "RunningRun",
+    "TableVersion",
     "connector_activity",
     "failed_runs",
     "pool_load",
@@ -43,25 +46,42 @@ __all__ = [
 
 #: The timings a run's stats hold (seconds), in the order a run spends them; the newest run's are read.
 TIMINGS = ("python_s", "spark_session_s", "work_s", "commit_s", "run_s")
+#: A sink's tables in `ConnectorActivity.tables`: the most recently written, at most this many.
+TABLES_SHOWN = 20
+#: Of one run's tables, the first this many are read, names and versions cut to these lengths: what
+#: the runner records (`execution.runner._write_report`); stats another writer left are held to it too.
+_TABLES_READ, _TABLE_NAME_CHARS, _TABLE_VERSION_CHARS = 20, 300, 40
 
 # Each connector's last `:runs` finished runs, by the index on (connector, id): a few index reads
 # per connector, whatever the history holds; the newest one's timings; and how many of its
-# retained runs failed.
+# retained runs failed. Of a sink, the tables (`sdk.WRITE_TABLES`, in the stats' `target`) of the
+# newest committed run of each task that reported some, among those runs: they leave the database
+# once per task, not once per run. That window is ranked over the `:runs` rows already read (a
+# ranking inside the `LIMIT` would sort, so read, the connector's whole history); a run that wrote
+# nothing (no new records) reports no tables, and the run before it says the version it left.
 _TIMINGS_OBJECT = "jsonb_build_object(" + ", ".join(f"'{k}', r.stats->'{k}'" for k in TIMINGS) + ")"
+_TABLES = "r.stats->'target'->'tables'"
 _RUNS = text(
     f"""
     SELECT c.name AS connector, r.id, r.task_id, r.state, r.rows, r.duration_s, r.finished_at, r.timings,
-           f.failures
+           r.tables, f.failures
     FROM connect.connectors c
     CROSS JOIN LATERAL (
-        SELECT r.id, r.task_id, r.state, r.finished_at,
-               CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
-               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s,
-               CASE WHEN row_number() OVER (ORDER BY r.id DESC) = 1 THEN {_TIMINGS_OBJECT} END AS timings
-        FROM connect.task_runs r
-        WHERE r.connector = c.name AND r.state <> 'RUNNING'
-        ORDER BY r.id DESC
-        LIMIT :runs) r
+        SELECT l.id, l.task_id, l.state, l.finished_at, l.rows, l.duration_s, l.timings,
+               CASE WHEN l.tables IS NOT NULL
+                     AND row_number() OVER (PARTITION BY l.task_id, l.tables IS NULL ORDER BY l.id DESC) = 1
+                    THEN l.tables END AS tables
+        FROM (
+            SELECT r.id, r.task_id, r.state, r.finished_at,
+                   CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
+                   extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s,
+                   CASE WHEN row_number() OVER (ORDER BY r.id DESC) = 1 THEN {_TIMINGS_OBJECT} END AS timings,
+                   CASE WHEN c.type = 'sink' AND r.state = 'SUCCEEDED' AND jsonb_typeof({_TABLES}) = 'array'
+                        THEN {_TABLES} END AS tables
+            FROM connect.task_runs r
+            WHERE r.connector = c.name AND r.state <> 'RUNNING'
+            ORDER BY r.id DESC
+            LIMIT :runs) l) r
     CROSS JOIN LATERAL (
         SELECT count(*) AS failures FROM connect.task_runs x WHERE x.connector = c.name AND x.state = 'FAILED') f
     ORDER BY c.name, r.id
@@ -197,6 +217,18 @@ class FailedRun:
 
 
 @dataclass(frozen=True)
+class TableVersion:
+    """A table a sink's committed run wrote to (`sdk.WRITE_TABLES`), at the version the run left it:
+    an Iceberg snapshot id, a Delta version; as the plugin reported them, so not masked."""
+
+    name: str
+    version: str
+    run_id: int
+    #: when the run ended
+    at: datetime | None
+
+
+@dataclass(frozen=True)
 class PoolLoad:
     """What a pool holds: the connectors placed on it (a connector's own assignment), and the tasks."""
 
@@ -222,11 +254,15 @@ class ConnectorActivity:
     pool_load: dict[str, PoolLoad]
     #: each connector's `schedule` and whether its config sets one
     schedules: dict[str, tuple[str | None, bool]]
+    #: each sink's tables, one per name at its newest version, by name (see the module's docstring);
+    #: a sink none of whose last runs reported tables is left out
+    tables: dict[str, list[TableVersion]] = field(default_factory=dict)
 
 
 def connector_activity(engine: Engine, runs: int) -> ConnectorActivity:
-    """The last `runs` finished runs of every connector, and the rest of `ConnectorActivity`: seven
-    queries in one read-only snapshot, whatever the number of connectors."""
+    """The last `runs` finished runs of every connector, and the rest of `ConnectorActivity` (a sink's
+    tables read with those runs): seven queries in one read-only snapshot, whatever the number of
+    connectors."""
     with engine.connect() as conn:
         conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
         with conn.begin():
@@ -262,6 +298,7 @@ def connector_activity(engine: Engine, runs: int) -> ConnectorActivity:
         pools=pools,
         pool_load=load,
         schedules=schedules,
+        tables=_tables(run_rows),
     )
 
 
@@ -284,6 +321,35 @@ def _failed(r: Row[Any]) -> FailedRun:
 
 def _pool_load(rows: Iterable[Row[Any]]) -> dict[str, PoolLoad]:
     return {r.pool: PoolLoad(int(r.connectors), int(r.tasks)) for r in rows}
+
+
+def _tables(rows: Iterable[Row[Any]]) -> dict[str, list[TableVersion]]:
+    """Each sink's tables over the runs that reported some (one per task): per name, the newest run's."""
+    newest: dict[str, dict[str, TableVersion]] = {}
+    for r in rows:
+        if r.tables is None:
+            continue
+        by_name = newest.setdefault(r.connector, {})
+        for name, version in _reported(r.tables):
+            kept = by_name.get(name)
+            if kept is None or kept.run_id < r.id:
+                by_name[name] = TableVersion(name, version, r.id, r.finished_at)
+    shown = {}
+    for connector, by_name in newest.items():
+        latest = sorted(by_name.values(), key=lambda t: t.run_id, reverse=True)[:TABLES_SHOWN]
+        shown[connector] = sorted(latest, key=lambda t: t.name)
+    return shown
+
+
+def _reported(tables: list[Any]) -> Iterator[tuple[str, str]]:
+    """The (name, version) pairs of a run's `tables`, as strings, cut; entries of another shape left out."""
+    for t in tables[:_TABLES_READ]:
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str) or not t["name"]:
+            continue
+        version = t.get("version")
+        if isinstance(version, bool) or not isinstance(version, str | int):
+            version = ""
+        yield t["name"][:_TABLE_NAME_CHARS], str(version)[:_TABLE_VERSION_CHARS]
 
 
 def _timings(stats: dict[str, Any] | None) -> dict[str, float]:

@@ -9,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
@@ -65,10 +66,19 @@ def test_a_topic_lands_in_a_new_table_then_only_new_rows_and_a_reset_writes_all_
     assert DeltaTable(table).version() == 0  # the table was created by the commit of its rows
 
     postgres.execute("INSERT INTO orders VALUES (501, 'late', 9.99, NULL), (502, NULL, NULL, NULL)")
-    assert synced(runner, "src", "sink")[1].rows == 2
+    before = set(DeltaTable(table).file_uris())
+    run = synced(runner, "src", "sink")[1]
+    assert run.rows == 2
     source = postgres.rows(f"SELECT {', '.join(COLUMNS)} FROM orders ORDER BY id")
     assert read(table, COLUMNS) == source
     assert DeltaTable(table).version() == 1 and version_of(table, "sink", "orders") == 502  # one commit per run
+    # what the run reports (summed in /metrics, shown by the view): the files it added, their bytes, the version
+    added = [Path(f) for f in set(DeltaTable(table).file_uris()) - before]
+    assert (run.target["files_written"], run.target["bytes_written"]) == (
+        len(added),
+        sum(f.stat().st_size for f in added),
+    )
+    assert run.target["tables"] == [{"name": table, "version": "1"}]
 
     # DELETE /connectors/sink/offsets: the table's app transactions go back to 0 too, so the sink
     # writes every record again (an append: each row twice) instead of skipping what it held
@@ -343,3 +353,51 @@ def test_an_offset_reset_gets_the_config_a_run_gets_and_refuses_what_it_cannot_a
     with pytest.raises(ConfigError):  # its tables cannot be found from the config: refused whole
         runtime.reset_offsets("sink")
     assert runtime.connectors.sink_offsets("sink") == kept
+
+
+def test_a_big_batch_is_written_by_the_workers_once_with_the_statistics_delta_rs_writes(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    lake: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch above the driver's share (here: any) is never collected into the driver: Spark's
+    workers write the data files, the driver commits them with the offsets, once."""
+    from connect_core.runtime.topics import segments
+    from connect_core.sdk.records import ArrowRecords
+
+    monkeypatch.setattr(segments, "driver_max_rows", lambda spark: 0)
+
+    def collected(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an append collected its records into the driver")
+
+    monkeypatch.setattr(ArrowRecords, "collect_arrow", collected)
+    _orders(runtime, postgres)
+    table = str(lake / "orders")
+    runtime.create_connector("sink", sink_config("orders", path=table, **{"delta.tables.partition-by": "name"}))
+    synced(runner, "src", "sink")
+    source = postgres.rows(f"SELECT {', '.join(COLUMNS)} FROM orders ORDER BY id")
+    assert read(table, COLUMNS) == source
+    delta = DeltaTable(table)
+    assert delta.version() == 0 and version_of(table, "sink", "orders") == 500
+    assert delta.metadata().partition_columns == ["name"]
+    adds = pa.table(delta.get_add_actions(flatten=True)).to_pydict()
+    # each file's statistics, as delta-rs writes them: what lets a reader skip files
+    assert sum(adds["num_records"]) == 500 and adds["min.id"] == adds["max.id"]
+    assert sorted(adds["max.id"]) == list(range(1, 501))
+    assert len(delta.file_uris(partition_filters=[("name", "=", "n7")])) == 1
+    assert not [p for p in (lake / "orders").rglob("_delta_log") if p.parent != lake / "orders"]
+
+    # the state a kill between the Delta commit and the runtime's leaves: the batch is read again,
+    # written to the table no second time
+    runtime.connectors.set_target_state("sink", "STOPPED")
+    runtime.connectors.alter_sink_offsets("sink", {TopicPartition("orders", 0): None})
+    runtime.connectors.set_target_state("sink", "RUNNING")
+    assert synced(runner, "sink")[0].rows == 500
+    assert read(table, COLUMNS) == source and DeltaTable(table).version() == 0
+
+    postgres.execute("INSERT INTO orders SELECT g, 'm' || g, g, NULL FROM generate_series(501, 600) g")
+    synced(runner, "src", "sink")
+    assert read(table, COLUMNS) == postgres.rows(f"SELECT {', '.join(COLUMNS)} FROM orders ORDER BY id")
+    assert DeltaTable(table).version() == 1

@@ -53,7 +53,11 @@ def test_a_topic_lands_in_a_new_table_then_only_new_rows_and_a_reset_writes_all_
 ) -> None:
     _orders_source(runtime, postgres)
     runtime.create_connector("sink", sink_config(lake, "orders", "shop.orders"))
-    assert synced(runner, "src", "sink")[1].rows == 500
+    run = synced(runner, "src", "sink")[1]
+    assert run.rows == 500
+    snapshot = lake.catalog().load_table("shop.orders").current_snapshot()
+    assert snapshot is not None  # the run reports the table and the snapshot it made (the view shows it)
+    assert run.target["tables"] == [{"name": "shop.orders", "version": str(snapshot.snapshot_id)}]
     source = postgres.rows(f"SELECT {', '.join(COLUMNS)} FROM orders ORDER BY id")
     assert lake.scan("shop.orders", COLUMNS) == source
     assert lake.parquet("shop.orders", COLUMNS) == source
@@ -315,3 +319,48 @@ def test_a_table_whose_files_lie_outside_the_warehouse_is_refused(
     assert "outside the warehouse `iceberg.catalog.warehouse`: refused" in failed.message
     assert not list(elsewhere.rglob("*.parquet"))
     assert runtime.connectors.sink_offsets("sink") == {}
+
+
+def test_a_big_batch_is_written_by_the_workers_once_into_plain_and_partitioned_tables(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    lake: Lake,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch above the driver's share (here: any) is never collected into the driver: Spark's
+    workers write the data files and the driver commits them, with the same guarantees."""
+    from connect_core.runtime.topics import segments
+    from connect_core.sdk.records import ArrowRecords
+
+    monkeypatch.setattr(segments, "driver_max_rows", lambda spark: 0)
+
+    def collected(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an append collected its records into the driver")
+
+    monkeypatch.setattr(ArrowRecords, "collect_arrow", collected)
+    _orders_source(runtime, postgres)
+    runtime.create_connector(
+        "sink",
+        sink_config(lake, "orders", "shop.orders,shop.by_day", **{"iceberg.table.shop.by_day.partition-by": "day(ts)"}),
+    )
+    synced(runner, "src")
+    _rerun_after_losing_the_runtime_commit(runtime, runner)  # both tables committed; Connect's offsets lost
+    assert synced(runner, "sink")[0].rows == 500  # read again, written to neither table again
+    source = postgres.rows(f"SELECT {', '.join(COLUMNS)} FROM orders ORDER BY id")
+    for table in ("shop.orders", "shop.by_day"):
+        assert lake.scan(table, COLUMNS) == source == lake.parquet(table, COLUMNS)
+        assert len(lake.catalog().load_table(table).history()) == 1
+        assert json.loads(lake.offsets(table) or "{}") == {"orders": {"0": 500}}
+    by_day = lake.catalog().load_table("shop.by_day")
+    assert str(by_day.spec().fields[0].transform) == "day"
+    assert len(lake.data_files("shop.by_day")) == 1  # 500 seconds of 2024-01-01: one day
+
+    postgres.execute(
+        "INSERT INTO orders SELECT g, 'm' || g, g, timestamptz '2024-01-02' FROM generate_series(501, 600) g"
+    )
+    synced(runner, "src", "sink")
+    source = postgres.rows(f"SELECT {', '.join(COLUMNS)} FROM orders ORDER BY id")
+    for table in ("shop.orders", "shop.by_day"):
+        assert lake.scan(table, COLUMNS) == source == lake.parquet(table, COLUMNS)
+    assert len(lake.data_files("shop.by_day")) == 2

@@ -28,6 +28,7 @@ TABLES = {
     "rebalance_state",
     "placement_queue",
     "connector_topics",
+    "upkeep_jobs",
 }
 
 
@@ -50,7 +51,7 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0014"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0015"
         )
     engine.dispose()
 

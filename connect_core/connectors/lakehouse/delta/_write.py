@@ -23,7 +23,11 @@ from connect_core.sdk.testing import faults
 if TYPE_CHECKING:
     from deltalake import DeltaTable, Transaction
 
-__all__ = ["DELETE_FLAG", "append", "merge", "merge_source"]
+#: The directory, under a table's, of one worker's data files (no leading `_`: a Delta reader
+#: skips such directories when it lists files, and vacuum must see what no version references).
+STAGING_PREFIX = "connect-"
+
+__all__ = ["DELETE_FLAG", "FileWriter", "append", "commit_files", "live_files", "merge", "merge_source"]
 
 #: The merge source's column marking a deleted key (a `__` name: never a value column of a topic).
 DELETE_FLAG = "__connect_delete"
@@ -98,6 +102,14 @@ def merge(
     return dict(_committing(where, merger.execute))
 
 
+def live_files(table: DeltaTable | None) -> dict[str, int]:
+    """The data files of `table`'s version (path → bytes); none without a table."""
+    if table is None:
+        return {}
+    actions = pa.table(table.get_add_actions(flatten=False))
+    return dict(zip(actions["path"].to_pylist(), actions["size_bytes"].to_pylist(), strict=True))
+
+
 def _committing(where: Location, commit: Any) -> Any:
     """Run `commit`: one refused because another writer committed first, or a store that did not
     answer, is retriable; rows the table's schema refuses are a data error. Messages are scrubbed
@@ -114,3 +126,87 @@ def _committing(where: Location, commit: Any) -> Any:
         raise DataError(f"Delta table `{where.uri}` refused the rows: {where.scrub(str(exc))[:500]}") from None
     except (OSError, DeltaError) as exc:
         raise RetriableError(f"Delta table `{where.uri}` could not be written: {where.scrub(str(exc))[:500]}") from None
+
+
+class FileWriter:
+    """Rows → data files of a local Delta table, with the statistics delta-rs writes, not committed:
+    made in the driver, called in a Spark worker (`_spread`).
+
+    delta-rs writes files only as part of a commit, so the worker writes a table of its own in a
+    fresh directory under the table's (`connect-<uuid>`), takes the add actions of its one commit
+    (path, size, partition values, statistics) with the path made relative to the main table, and
+    deletes that directory's log: its files are then the main table's, once the driver commits
+    them (`commit_files`); a run killed before leaves files no version references (vacuum's)."""
+
+    def __init__(self, where: Location, partition_by: list[str]) -> None:
+        if not where.local:
+            raise ValueError("the workers write local Delta tables only")
+        self.uri = where.uri
+        self.partition_by = list(partition_by)
+
+    def __call__(self, rows: pa.RecordBatchReader) -> list[dict[str, Any]]:
+        import json
+        import os
+        import shutil
+        import uuid
+
+        from deltalake import write_deltalake
+
+        prefix = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+        staging = os.path.join(self.uri, prefix)
+        write_deltalake(staging, rows, mode="append", partition_by=self.partition_by or None)
+        log = os.path.join(staging, "_delta_log")
+        adds = []
+        with open(os.path.join(log, f"{0:020d}.json"), encoding="utf-8") as actions:
+            for line in actions:
+                add = json.loads(line).get("add") if line.strip() else None
+                if add is not None:
+                    adds.append({**add, "path": f"{prefix}/{add['path']}"})
+        shutil.rmtree(log)
+        if not adds:
+            shutil.rmtree(staging)
+        return adds
+
+
+def commit_files(
+    where: Location,
+    table: DeltaTable | None,
+    schema: pa.Schema,
+    adds: list[dict[str, Any]],
+    txns: list[Transaction],
+    partition_by: list[str],
+) -> None:
+    """Commit the data files `adds` (`FileWriter`'s) with the app transactions `txns`, as one
+    version: the table's first (made of `schema`) when `table` is None."""
+    from deltalake import CommitProperties, Schema
+    from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
+    actions = [
+        AddAction(
+            a["path"], a["size"], a.get("partitionValues") or {}, a["modificationTime"], True, a.get("stats") or ""
+        )
+        for a in adds
+    ]
+    written: list[AddAction | RemoveAction] = list(actions)
+    commit = CommitProperties(app_transactions=txns)
+    faults.checkpoint("mid_sink")
+    if table is None:
+        delta_schema = Schema.from_arrow(schema)
+        _committing(
+            where,
+            lambda: create_table_with_add_actions(
+                where.uri,
+                delta_schema,
+                actions,
+                mode="error",
+                partition_by=partition_by or None,
+                commit_properties=commit,
+            ),
+        )
+    else:
+        _committing(
+            where,
+            lambda: table.create_write_transaction(
+                written, mode="append", schema=schema, partition_by=partition_by or None, commit_properties=commit
+            ),
+        )

@@ -1,10 +1,11 @@
 """DeltaSinkConnector: topics into Delta tables through delta-rs (`deltalake`), exactly once.
 
-A run takes each topic's new records as Arrow in the driver (read from the topic's files by the
-Python workers, or in the driver itself for a small batch), finds the topic's table (`_tables`),
-and makes one Delta commit per table: the rows (appended, or the newest change per key merged:
-`_changes`) and, as application transactions, the topic offsets the table has reached
-(`_offsets`). The runtime then commits the same offsets in its fenced Postgres commit. A run killed
+A run finds each topic's table (`_tables`). An append to a local table is written where the
+records are read: Spark's Python workers write the data files (`_spread`, `_write.FileWriter`; the
+driver itself for a small batch), the driver commits them. Upserts and deletes (and tables on S3)
+take the topic's new records as Arrow in the driver (`_changes`: the newest change per key,
+merged). Either way a table gets one Delta commit per run: its rows and, as application
+transactions, the topic offsets it has reached (`_offsets`). The runtime then commits the same offsets in its fenced Postgres commit. A run killed
 between the two commits is repaired by the next: each table's app transactions say which of the
 redelivered records it already holds, and those are skipped.
 
@@ -14,21 +15,24 @@ committing to one table would race for it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import time
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from connect_core.connectors.lakehouse import _changes
+from connect_core.connectors.lakehouse import _changes, _spread
 from connect_core.connectors.lakehouse.delta import _offsets, _schema, _upkeep, _write
 from connect_core.connectors.lakehouse.delta._tables import Location, checked, locate
 from connect_core.connectors.lakehouse.delta.config import TOPIC, DeltaSinkConfig, problems
-from connect_core.sdk import LineageDataset, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk import WRITE_TABLES, LineageDataset, SinkBatch, SinkConnector, SinkTask, Upkeep
 from connect_core.sdk.config import is_placeholder
 from connect_core.sdk.errors import ConfigError
-from connect_core.sdk.records import CommittedOffset, TopicPartition
+from connect_core.sdk.records import ArrowRecords, CommittedOffset, TopicPartition
 
 if TYPE_CHECKING:
+    from deltalake import DeltaTable
     from pyspark.sql import SparkSession
 
 __all__ = ["DeltaSinkConnector", "DeltaSinkTask"]
@@ -44,16 +48,29 @@ class DeltaSinkTask(SinkTask):
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
         written = deleted = 0
-        tables: set[str] = set()
+        #: table URI → its version after this run's commits, and the data files and bytes they added
+        self.versions: dict[str, int] = {}
+        self.added = [0, 0]
         for topic in sorted({tp.topic for tp in batch.partitions}):
-            rows = self._rows(batch, topic)
-            _changes.refuse_envelope(topic, rows, "delta.tables.cdc-field")
             where = locate(self.cfg, batch.destination(topic))
             partitions = [tp.partition for tp in batch.partitions if tp.topic == topic]
-            w, d = self._write_table(where, topic, rows, partitions)
+            records = batch.arrow(topic)
+            if records is not None and not self.cfg.upserts and where.local:
+                # an append to a local table: the workers write the data files (`_spread`)
+                _changes.refuse_envelope(topic, _spread.empty(records), "delta.tables.cdc-field")
+                w, d = self._append(where, topic, records, partitions), 0
+            else:
+                rows = self._rows(batch, topic)
+                _changes.refuse_envelope(topic, rows, "delta.tables.cdc-field")
+                w, d = self._write_table(where, topic, rows, partitions)
             written, deleted = written + w, deleted + d
-            tables.add(where.uri)
-        return {"rows_written": written, "keys_deleted": deleted, "tables": sorted(tables)}
+        return {
+            "rows_written": written,
+            "keys_deleted": deleted,
+            "files_written": self.added[0],
+            "bytes_written": self.added[1],
+            WRITE_TABLES: [{"name": uri, "version": str(v)} for uri, v in sorted(self.versions.items())],
+        }
 
     def _rows(self, batch: SinkBatch, topic: str) -> pa.Table:
         """The topic's records of this batch, as one Arrow table in the driver."""
@@ -62,12 +79,57 @@ class DeltaSinkTask(SinkTask):
             return records.collect_arrow(lambda batches: batches)
         return batch.topic(topic).toArrow()
 
-    def _write_table(self, where: Location, topic: str, rows: pa.Table, partitions: list[int]) -> tuple[int, int]:
-        """Commit `rows` of `topic` not yet in the table at `where`: (rows written, keys deleted)."""
-        table = where.load()
+    def _held(self, where: Location, table: DeltaTable | None, topic: str, partitions: list[int]) -> dict[int, int]:
         held = self.held.get((where.uri, topic))
         if held is None:
             held = _offsets.held(table, self.context.connector, topic, partitions)
+        return held
+
+    def _append(self, where: Location, topic: str, records: ArrowRecords, partitions: list[int]) -> int:
+        """Append the records of `topic` not yet in the table at `where`, their data files written
+        by the workers that read them: the rows written."""
+        table = where.load()
+        held = self._held(where, table, topic, partitions)
+        values = _changes.value_rows(_spread.empty(records))
+        if table is None:
+            if not self.cfg.auto_create:
+                raise ConfigError(
+                    f"Delta table `{where.uri}` does not exist: create it, or set "
+                    "`delta.tables.auto-create-enabled=true`"
+                )
+            _schema.delta_types(values.schema)  # a column Delta cannot hold: a clear error first
+            partition_by = _schema.check_partitions(self.cfg, values.schema, where.uri)
+            target = values.schema
+        else:
+            target = _schema.conform(table, values, self.cfg, where.uri).schema
+            partition_by = list(table.metadata().partition_columns)
+        started = time.monotonic()
+        written = _spread.spread(records, held, target, _write.FileWriter(where, partition_by))
+        spent = time.monotonic() - started
+        if written.records == 0:
+            self.log.info("Delta table %s already holds these records of topic %s: skipped", where.uri, topic)
+            return 0
+        txns = _offsets.transactions(self.context.connector, topic, written.reached)
+        _write.commit_files(where, table, target, written.files, txns, partition_by)
+        self._committed(where, None, written.files)
+        self.held[(where.uri, topic)] = {**held, **written.reached}
+        self.log.info(
+            "Delta table %s: %d row(s) appended in %d file(s) (written in %.1f s, committed in %.1f s), "
+            "offsets of %s reached %s",
+            where.uri,
+            written.rows,
+            len(written.files),
+            spent,
+            time.monotonic() - started - spent,
+            topic,
+            self.held[(where.uri, topic)],
+        )
+        return written.rows
+
+    def _write_table(self, where: Location, topic: str, rows: pa.Table, partitions: list[int]) -> tuple[int, int]:
+        """Commit `rows` of `topic` not yet in the table at `where`: (rows written, keys deleted)."""
+        table = where.load()
+        held = self._held(where, table, topic, partitions)
         fresh = _changes.past(rows, held)
         if fresh.num_rows == 0:
             self.log.info("Delta table %s already holds these records of topic %s: skipped", where.uri, topic)
@@ -81,6 +143,7 @@ class DeltaSinkTask(SinkTask):
             values, keys, deleted = change.rows, change.keys, change.deleted
         else:
             values = _changes.value_rows(fresh)
+        before = _write.live_files(table)
         if table is None:
             if not self.cfg.auto_create:
                 raise ConfigError(
@@ -96,6 +159,7 @@ class DeltaSinkTask(SinkTask):
                 _write.merge(where, table, values, keys, txns)
             else:
                 _write.append(where, table, values, txns)
+        self._committed(where, before, None)
         self.held[(where.uri, topic)] = {**held, **advanced}
         self.log.info(
             "Delta table %s: %d row(s) written, %d key(s) deleted, offsets of %s reached %s",
@@ -106,6 +170,20 @@ class DeltaSinkTask(SinkTask):
             self.held[(where.uri, topic)],
         )
         return values.num_rows, deleted
+
+    def _committed(self, where: Location, before: dict[str, int] | None, adds: list[dict[str, Any]] | None) -> None:
+        """Count what the run's commits to the table at `where` added: the files `adds` (from the
+        workers), or those live now and not `before`; note the table's version."""
+        table = where.load()
+        if adds is not None:
+            files, size = len(adds), sum(int(a["size"]) for a in adds)
+        else:
+            new = {p: n for p, n in _write.live_files(table).items() if p not in (before or {})}
+            files, size = len(new), sum(new.values())
+        self.added[0] += files
+        self.added[1] += size
+        if table is not None:
+            self.versions[where.uri] = table.version()
 
     def _id_columns(self, where: Location, rows: pa.Table) -> list[str]:
         if self.cfg.id_columns:
@@ -125,13 +203,20 @@ class DeltaSinkConnector(SinkConnector[DeltaSinkConfig]):
     `connect_sink_offsets`): an offset reset or alteration through Connect is written to every
     table of the connector's topics as a commit of no rows (see `_offsets`).
 
-    `optimize` and `vacuum` are the tables' upkeep, called per connector (not yet tasks of its DAG)."""
+    `optimize` and `vacuum` are the tables' upkeep: the `optimize` and `vacuum` jobs of `upkeep`,
+    tasks of the connector's DAG when it has an `upkeep.schedule`."""
 
     config_model = DeltaSinkConfig
     task_class = DeltaSinkTask
 
     def validate(self, config: DeltaSinkConfig) -> dict[str, list[str]]:
-        return problems(config)
+        found = problems(config)
+        if config.upkeep_schedule is not None and config.transforms and TOPIC in config.location:
+            found.setdefault("upkeep.schedule", []).append(
+                "the tables to upkeep follow the topics as the transforms rename them (`${topic}` in the "
+                "location): they cannot be found from the config, so this sink has no upkeep"
+            )
+        return found
 
     def task_configs(self, config: DeltaSinkConfig, max_tasks: int) -> list[dict[str, Any]]:
         base = config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})
@@ -193,3 +278,29 @@ class DeltaSinkConnector(SinkConnector[DeltaSinkConfig]):
             for uri, (where, _) in self.tables(config).items()
             if where.load() is not None
         }
+
+    def upkeep(self, name: str, config: DeltaSinkConfig) -> Sequence[Upkeep]:
+        """`optimize`, then `vacuum`, of every existing table of the connector's topics; what each
+        did per table URI (delta-rs's counts; the number of files vacuum deleted)."""
+
+        def optimize(log: logging.Logger) -> dict[str, Any]:
+            done = self.optimize(config)
+            for uri, metrics in done.items():
+                log.info("Delta table %s optimized: %s", uri, metrics)
+            return {"tables": {uri: _counts(metrics) for uri, metrics in done.items()}}
+
+        def vacuum(log: logging.Logger) -> dict[str, Any]:
+            done = self.vacuum(config)
+            for uri, files in done.items():
+                log.info("Delta table %s vacuumed: %d file(s) deleted", uri, len(files))
+            return {"tables": {uri: {"files_deleted": len(files)} for uri, files in done.items()}}
+
+        return (
+            Upkeep("optimize", optimize, "optimize (compact small files)"),
+            Upkeep("vacuum", vacuum, "vacuum (delete unreferenced files)"),
+        )
+
+
+def _counts(metrics: Mapping[str, Any]) -> dict[str, int | float]:
+    """delta-rs's optimize metrics, their numbers only (`numFilesAdded`, `numFilesRemoved` …)."""
+    return {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}

@@ -2,7 +2,8 @@
 
 `config` (keys and their checks), `_catalog` (the allowed catalogs, files confined to the
 warehouse), `_schema` (create and evolve), `_write` (one commit per table), `_offsets` (the
-offsets each table's snapshots hold), `connector` (the task's loop).
+offsets each table's snapshots hold), `_upkeep` (compaction, snapshot expiry, orphan files),
+`connector` (the task's loop).
 """
 
 from connect_core.connectors.lakehouse.iceberg.config import IcebergSinkConfig

@@ -16,7 +16,7 @@ one overwrite snapshot of the same transaction, as pyiceberg's own delete does.
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
@@ -24,9 +24,10 @@ from connect_core.sdk.errors import RetriableError
 from connect_core.sdk.testing import faults
 
 if TYPE_CHECKING:
+    from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-__all__ = ["ARROW_DELETE_KEYS", "commit", "key_filter"]
+__all__ = ["ARROW_DELETE_KEYS", "Committed", "FileWriter", "commit", "commit_files", "key_filter"]
 
 #: Above this many keys a batch's rows are deleted by an Arrow join rather than pyiceberg's filter.
 ARROW_DELETE_KEYS = 100_000
@@ -59,12 +60,10 @@ def commit(
     keys: pa.Table | None,
     summary: dict[str, str],
     arrow_delete_keys: int | None = None,
-) -> tuple[int, int]:
+) -> Committed:
     """Delete the rows of `keys` (None: append only), append `rows`, in one commit whose snapshots
-    carry `summary`: the data files it added and their bytes. A commit refused because another
+    carry `summary`: the data files it added, their bytes, the snapshot after it. A commit refused because another
     writer committed first is retriable."""
-    from pyiceberg.exceptions import CommitFailedException
-
     arrow_delete_keys = ARROW_DELETE_KEYS if arrow_delete_keys is None else arrow_delete_keys
     before = {s.snapshot_id for s in table.snapshots()}
     tx = table.transaction()
@@ -78,6 +77,31 @@ def commit(
                 for expr in key_filter(keys):
                     tx.delete(expr, snapshot_properties=summary)
     tx.append(rows, snapshot_properties=summary)  # an empty batch still records its offsets
+    return _commit(table, tx, before)
+
+
+def commit_files(table: Table, files: list[DataFile], summary: dict[str, str]) -> Committed:
+    """Append the data files `files` (written by `FileWriter`s), in one commit whose snapshot
+    carries `summary` (none: it still records the offsets), as `commit`."""
+    before = {s.snapshot_id for s in table.snapshots()}
+    tx = table.transaction()
+    with tx.update_snapshot(snapshot_properties=summary).fast_append() as append:
+        for data_file in files:
+            append.append_data_file(data_file)
+    return _commit(table, tx, before)
+
+
+class Committed(NamedTuple):
+    """What one commit added (data files, their bytes) and the table's snapshot after it."""
+
+    files: int
+    size: int
+    snapshot: int | None
+
+
+def _commit(table: Table, tx: Any, before: set[int]) -> Committed:
+    from pyiceberg.exceptions import CommitFailedException
+
     faults.checkpoint("mid_sink")  # data files written, nothing committed
     try:
         committed = tx.commit_transaction()
@@ -86,10 +110,42 @@ def commit(
             f"table `{'.'.join(table.name())}` changed under this commit; the run is retried: {exc}"
         ) from exc
     added = [s.summary for s in committed.snapshots() if s.snapshot_id not in before and s.summary is not None]
-    return (
+    current = committed.current_snapshot()
+    return Committed(
         sum(int(a.get("added-data-files") or 0) for a in added),
         sum(int(a.get("added-files-size") or 0) for a in added),
+        current.snapshot_id if current is not None else None,
     )
+
+
+class FileWriter:
+    """Rows → the table's Parquet data files, as pyiceberg's append writes them (file size,
+    statistics, the table's write properties), without committing them: made in the driver, called
+    in a Spark worker (`_spread`), so it holds what a worker needs, not the table or its catalog.
+    Its FileIO is confined to the same warehouse as the table's."""
+
+    def __init__(self, table: Table) -> None:
+        from connect_core.connectors.lakehouse.iceberg._catalog import ConfinedFileIO
+
+        io = table.io
+        if not isinstance(io, ConfinedFileIO):
+            raise TypeError("the sink's tables are read through a ConfinedFileIO")
+        self.metadata = table.metadata
+        self.root = io.root
+
+    def __call__(self, rows: pa.RecordBatchReader) -> list[DataFile]:
+        import uuid
+
+        from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+        from connect_core.connectors.lakehouse.iceberg._catalog import ROOT, ConfinedFileIO
+
+        io = ConfinedFileIO({ROOT: self.root})
+        # pyiceberg streams a reader into files of its target size on an unpartitioned table only
+        source = rows if self.metadata.spec().is_unpartitioned() else rows.read_all()
+        if isinstance(source, pa.Table) and source.num_rows == 0:
+            return []  # a worker whose records the table holds already
+        return list(_dataframe_to_data_files(self.metadata, source, io, uuid.uuid4()))
 
 
 def _holds_rows(table: Table) -> bool:

@@ -184,6 +184,40 @@ class IcebergSinkConfig(SinkConnectorConfig):
         "`file.allowed.paths` (every table written must lie under it).",
     )
 
+    compaction_target_size: int = Field(
+        default=128 * 1024 * 1024,
+        alias="iceberg.compaction.target-file-size-bytes",
+        ge=1_048_576,
+        le=2**40,
+        description="Upkeep `compact`: data files smaller than this are rewritten, bin-packed into files of up "
+        "to about this size (only where a partition holds at least two of them), in one snapshot of the same rows.",
+    )
+    snapshots_max_age_hours: int = Field(
+        default=120,
+        alias="iceberg.snapshots.max-age-hours",
+        ge=0,
+        le=87_600,
+        description="Upkeep `expire_snapshots`: snapshots older than this many hours are expired (Java's "
+        "`history.expire.max-snapshot-age-ms`, 5 days), but never the current one, a branch or tag, the newest "
+        "`iceberg.snapshots.min-keep`, or one the sinks' offsets are still read from.",
+    )
+    snapshots_min_keep: int = Field(
+        default=1,
+        alias="iceberg.snapshots.min-keep",
+        ge=1,
+        le=100_000,
+        description="Upkeep `expire_snapshots`: the newest snapshots of the main branch always kept, however old.",
+    )
+    orphans_older_than_hours: int = Field(
+        default=72,
+        alias="iceberg.orphans.older-than-hours",
+        ge=1,
+        le=87_600,
+        description="Upkeep `remove_orphans`: files under a table's `data/` and `metadata/` that no live snapshot, "
+        "manifest or metadata file references are deleted once older than this (at least an hour: a commit in "
+        "flight writes its files before it references them).",
+    )
+
     @property
     def upserts(self) -> bool:
         """Whether records change rows by key (upsert or CDC) rather than being appended."""

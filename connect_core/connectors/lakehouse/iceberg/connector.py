@@ -1,10 +1,11 @@
 """IcebergSinkConnector: topics into Iceberg tables through pyiceberg, exactly once.
 
-A run takes each topic's new records as Arrow in the driver (read from the topic's files by the
-Python workers, or in the driver itself for a small batch), routes them to their tables, and makes
-one Iceberg commit per table: the rows (appended, or the newest change per key replacing the
-key's rows: `_changes`) and, in the snapshot summary, the topic offsets the table has reached
-(`_offsets`). The runtime then commits the same offsets in its fenced Postgres commit. A run killed
+An append to the listed tables is written where the records are read: Spark's Python workers
+write the data files (`_spread`, `_write.FileWriter`; the driver itself for a small batch), the
+driver commits them. Upserts, deletes and dynamic routing take each topic's new records as Arrow in
+the driver (`_changes`: the newest change per key replaces the key's rows). Either way a table gets
+one Iceberg commit per run: its rows and, in the snapshot summary, the topic offsets it has
+reached (`_offsets`). The runtime then commits the same offsets in its fenced Postgres commit. A run killed
 between the two commits is repaired by the next: each table's own offsets say which of the
 redelivered records it already holds.
 
@@ -15,21 +16,24 @@ partitions' offsets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connect_core.connectors.lakehouse import _changes
-from connect_core.connectors.lakehouse.iceberg import _catalog, _offsets, _schema, _write
+from connect_core.connectors.lakehouse import _changes, _spread
+from connect_core.connectors.lakehouse.iceberg import _catalog, _offsets, _schema, _upkeep, _write
 from connect_core.connectors.lakehouse.iceberg.config import TABLE_NAME, IcebergSinkConfig, problems
-from connect_core.sdk import WRITE_REPORT, LineageDataset, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk import WRITE_REPORT, WRITE_TABLES, LineageDataset, SinkBatch, SinkConnector, SinkTask, Upkeep
 from connect_core.sdk.errors import ConfigError, DataError
-from connect_core.sdk.records import CommittedOffset, TopicPartition
+from connect_core.sdk.records import ArrowRecords, CommittedOffset, TopicPartition
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
     from pyspark.sql import SparkSession
 
 __all__ = ["IcebergSinkConnector", "IcebergSinkTask"]
@@ -41,17 +45,29 @@ class IcebergSinkTask(SinkTask):
         self.catalog: Catalog = _catalog.load_catalog(self.cfg)
         #: table → the offsets it holds for this connector, read at its first use in the run
         self.held: dict[str, _offsets.Offsets] = {}
+        #: table → its snapshot after this run's commit
+        self.versions: dict[str, int | None] = {}
         return None
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
+        self.versions.clear()  # an attempt's own commits (a retried write runs again)
         report = dict.fromkeys(WRITE_REPORT, 0)  # rows written, keys deleted, files and bytes added
         for topic in sorted({tp.topic for tp in batch.partitions}):
+            records = batch.arrow(topic)
+            if records is not None and not self.cfg.upserts and not self.cfg.dynamic_enabled:
+                # an append to fixed tables: the workers write the data files (`_spread`)
+                _changes.refuse_envelope(topic, _spread.empty(records), "iceberg.tables.cdc-field")
+                for name in self.cfg.tables:
+                    for key, n in zip(WRITE_REPORT, self._append(name, topic, records), strict=True):
+                        report[key] += n
+                continue
             rows = self._rows(batch, topic)
             _changes.refuse_envelope(topic, rows, "iceberg.tables.cdc-field")
             for name, routed in self._routes(rows).items():
                 for key, n in zip(WRITE_REPORT, self._write_table(name, topic, routed), strict=True):
                     report[key] += n
-        return report
+        tables = [{"name": n, "version": str(v)} for n, v in sorted(self.versions.items()) if v is not None]
+        return {**report, WRITE_TABLES: tables}
 
     def close(self) -> None:
         """Close the sql catalog's connection pool (the other catalogs hold HTTP sessions only)."""
@@ -83,13 +99,48 @@ class IcebergSinkTask(SinkTask):
             routed[name] = rows.filter(pc.fill_null(pc.equal(names, name), False))
         return routed
 
+    def _held(self, name: str, table: Table | None) -> _offsets.Offsets:
+        if name not in self.held:
+            self.held[name] = _offsets.read(table, self.context.connector) if table is not None else {}
+        return self.held[name]
+
+    def _append(self, name: str, topic: str, records: ArrowRecords) -> tuple[int, int, int, int]:
+        """Append the records of `topic` not yet in table `name`, their data files written by the
+        workers that read them: (rows written, 0, data files added, their bytes)."""
+        table = _schema.load_table(self.catalog, name)
+        held = self._held(name, table)
+        values = _changes.value_rows(_spread.empty(records))
+        if table is None:
+            table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
+        table, _ = _schema.conform(table, values, self.cfg, name)
+        started = time.monotonic()
+        written = _spread.spread(records, held.get(topic, {}), table.schema().as_arrow(), _write.FileWriter(table))
+        spent = time.monotonic() - started
+        if written.records == 0:
+            self.log.info("table %s already holds these records of topic %s: skipped", name, topic)
+            return 0, 0, 0, 0
+        reached = {**held, topic: {**held.get(topic, {}), **written.reached}}
+        files, size, self.versions[name] = _write.commit_files(
+            table, written.files, {_offsets.key(self.context.connector): _offsets.encode(reached)}
+        )
+        self.held[name] = reached
+        self.log.info(
+            "table %s: %d row(s) appended in %d file(s) (written in %.1f s, committed in %.1f s), offsets of %s reached %s",
+            name,
+            written.rows,
+            files,
+            spent,
+            time.monotonic() - started - spent,
+            topic,
+            reached[topic],
+        )
+        return written.rows, 0, files, size
+
     def _write_table(self, name: str, topic: str, rows: pa.Table) -> tuple[int, int, int, int]:
         """Commit `rows` of `topic` not yet in table `name`: (rows written, keys deleted, data files
         added, their bytes), as `WRITE_REPORT` orders them."""
         table = _schema.load_table(self.catalog, name)
-        if name not in self.held:
-            self.held[name] = _offsets.read(table, self.context.connector) if table is not None else {}
-        held = self.held[name]
+        held = self._held(name, table)
         fresh = _changes.past(rows, held.get(topic, {}))
         if fresh.num_rows == 0:
             self.log.info("table %s already holds these records of topic %s: skipped", name, topic)
@@ -105,7 +156,7 @@ class IcebergSinkTask(SinkTask):
             table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
         table, values = _schema.conform(table, values, self.cfg, name)
         reached = {**held, topic: {**held.get(topic, {}), **_changes.next_offsets(fresh)}}
-        files, size = _write.commit(
+        files, size, self.versions[name] = _write.commit(
             table, values, keys, {_offsets.key(self.context.connector): _offsets.encode(reached)}
         )
         self.held[name] = reached
@@ -136,7 +187,10 @@ class IcebergSinkTask(SinkTask):
 class IcebergSinkConnector(SinkConnector[IcebergSinkConfig]):
     """The offsets in each table's snapshots are authoritative for that table (as the JDBC sink's in
     `connect_sink_offsets`): an offset reset or alteration through Connect is written to every
-    table the connector writes (a table property, see `_offsets`)."""
+    table the connector writes (a table property, see `_offsets`).
+
+    Its tables' upkeep (`_upkeep`: compaction, snapshot expiry, orphan files) are the jobs of
+    `upkeep`, tasks of the connector's DAG when it has an `upkeep.schedule`."""
 
     config_model = IcebergSinkConfig
     task_class = IcebergSinkTask
@@ -168,18 +222,72 @@ class IcebergSinkConnector(SinkConnector[IcebergSinkConfig]):
     ) -> None:
         """Written to every listed table that exists (a dynamically routed connector: every table of
         the catalog whose history carries its offsets)."""
-        from pyiceberg.exceptions import NoSuchTableError
-
         catalog = _catalog.load_catalog(config)
-        if config.dynamic_enabled:
-            names = [".".join(t) for ns in catalog.list_namespaces() for t in catalog.list_tables(ns)]
-        else:
-            names = list(config.tables)
-        for table_name in names:
-            try:
-                table = catalog.load_table(table_name)
-            except NoSuchTableError:
-                continue
-            if config.dynamic_enabled and not _offsets.read(table, name):
-                continue
-            _offsets.alter(table, name, offsets)
+        try:
+            for table in _tables(catalog, name, config):
+                _offsets.alter(table, name, offsets)
+        finally:
+            _close(catalog)
+
+    def upkeep(self, name: str, config: IcebergSinkConfig) -> Sequence[Upkeep]:
+        """Compaction, snapshot expiry and orphan-file removal (`_upkeep`), in that order, of every
+        table `alter_offsets` writes to; each keeps the rows and every connector's offsets."""
+        from datetime import timedelta
+
+        def each(job: Callable[[Table, logging.Logger], dict[str, Any]]) -> Callable[[logging.Logger], dict[str, Any]]:
+            def run(log: logging.Logger) -> dict[str, Any]:
+                catalog = _catalog.load_catalog(config)
+                try:
+                    return {"tables": {".".join(t.name()): job(t, log) for t in _tables(catalog, name, config)}}
+                finally:
+                    _close(catalog)
+
+            return run
+
+        return (
+            Upkeep(
+                "compact",
+                each(lambda t, log: _upkeep.compact(t, config.compaction_target_size, log)),
+                "compact small files",
+            ),
+            Upkeep(
+                "expire_snapshots",
+                each(
+                    lambda t, log: _upkeep.expire_snapshots(
+                        t, timedelta(hours=config.snapshots_max_age_hours), config.snapshots_min_keep, log
+                    )
+                ),
+                "expire snapshots",
+            ),
+            Upkeep(
+                "remove_orphans",
+                each(lambda t, log: _upkeep.remove_orphans(t, timedelta(hours=config.orphans_older_than_hours), log)),
+                "remove orphan files",
+            ),
+        )
+
+
+def _tables(catalog: Catalog, name: str, config: IcebergSinkConfig) -> Iterator[Table]:
+    """The tables connector `name` writes that exist: the listed ones, or when routed dynamically
+    every table of the catalog whose history carries its offsets."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    if config.dynamic_enabled:
+        names = [".".join(t) for ns in catalog.list_namespaces() for t in catalog.list_tables(ns)]
+    else:
+        names = list(config.tables)
+    for table_name in names:
+        try:
+            table = catalog.load_table(table_name)
+        except NoSuchTableError:
+            continue
+        if config.dynamic_enabled and not _offsets.read(table, name):
+            continue
+        yield table
+
+
+def _close(catalog: Catalog) -> None:
+    """Close a sql catalog's connection pool (the other catalogs hold HTTP sessions only)."""
+    engine = getattr(catalog, "engine", None)
+    if engine is not None:
+        engine.dispose()
