@@ -4,7 +4,7 @@ queries whatever the number of connectors (the page polls them every few seconds
 * the last finished runs of every connector (for the sparkline), the newest one's timings, and its
   count of failed runs: a few index reads per connector (`task_runs(connector, id)`), whatever the
   history holds; among those runs, a sink's tables (`sdk.WRITE_TABLES`): those the newest committed
-  run of each of its tasks reported writing, at the version it left, newest first by table;
+  run of each of its tasks reported writing, each table at the newest version they left;
 * the runs running now (state RUNNING, lease held): an index read per task
   (`task_runs(connector, task_id, state)`);
 * the newest failed run's error, and whether a later run of its task succeeded since: one
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Engine, Row, text
 
@@ -56,32 +56,32 @@ _TABLES_READ, _TABLE_NAME_CHARS, _TABLE_VERSION_CHARS = 20, 300, 40
 # per connector, whatever the history holds; the newest one's timings; and how many of its
 # retained runs failed. Of a sink, the tables (`sdk.WRITE_TABLES`, in the stats' `target`) of the
 # newest committed run of each task that reported some, among those runs: they leave the database
-# once per task, not once per run. That window is ranked over the `:runs` rows already read (a
-# ranking inside the `LIMIT` would sort, so read, the connector's whole history); a run that wrote
-# nothing (no new records) reports no tables, and the run before it says the version it left.
+# once per task, not once per run. A run is its task's newest to report tables when no newer run of
+# the task did: `newer` gathers the task ids of the newer runs that did, in the order the rows are
+# read anyway (a window partitioned by task would sort, so read, the connector's whole history
+# before the `LIMIT`). A run with nothing new to write reports no tables: the run before it says
+# the version its tables are at.
 _TIMINGS_OBJECT = "jsonb_build_object(" + ", ".join(f"'{k}', r.stats->'{k}'" for k in TIMINGS) + ")"
 _TABLES = "r.stats->'target'->'tables'"
+_REPORTED_TABLES = f"c.type = 'sink' AND r.state = 'SUCCEEDED' AND jsonb_typeof({_TABLES}) = 'array'"
 _RUNS = text(
     f"""
     SELECT c.name AS connector, r.id, r.task_id, r.state, r.rows, r.duration_s, r.finished_at, r.timings,
            r.tables, f.failures
     FROM connect.connectors c
     CROSS JOIN LATERAL (
-        SELECT l.id, l.task_id, l.state, l.finished_at, l.rows, l.duration_s, l.timings,
-               CASE WHEN l.tables IS NOT NULL
-                     AND row_number() OVER (PARTITION BY l.task_id, l.tables IS NULL ORDER BY l.id DESC) = 1
-                    THEN l.tables END AS tables
-        FROM (
-            SELECT r.id, r.task_id, r.state, r.finished_at,
-                   CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
-                   extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s,
-                   CASE WHEN row_number() OVER (ORDER BY r.id DESC) = 1 THEN {_TIMINGS_OBJECT} END AS timings,
-                   CASE WHEN c.type = 'sink' AND r.state = 'SUCCEEDED' AND jsonb_typeof({_TABLES}) = 'array'
-                        THEN {_TABLES} END AS tables
-            FROM connect.task_runs r
-            WHERE r.connector = c.name AND r.state <> 'RUNNING'
-            ORDER BY r.id DESC
-            LIMIT :runs) l) r
+        SELECT r.id, r.task_id, r.state, r.finished_at,
+               CASE WHEN jsonb_typeof(r.stats->'rows') = 'number' THEN (r.stats->>'rows')::float8 END AS rows,
+               extract(epoch FROM r.finished_at - r.started_at)::float8 AS duration_s,
+               CASE WHEN row_number() OVER (ORDER BY r.id DESC) = 1 THEN {_TIMINGS_OBJECT} END AS timings,
+               CASE WHEN {_REPORTED_TABLES}
+                     AND r.task_id <> ALL(coalesce(array_agg(r.task_id) FILTER (WHERE {_REPORTED_TABLES}) OVER newer, '{{}}'))
+                    THEN {_TABLES} END AS tables
+        FROM connect.task_runs r
+        WHERE r.connector = c.name AND r.state <> 'RUNNING'
+        WINDOW newer AS (ORDER BY r.id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+        ORDER BY r.id DESC
+        LIMIT :runs) r
     CROSS JOIN LATERAL (
         SELECT count(*) AS failures FROM connect.task_runs x WHERE x.connector = c.name AND x.state = 'FAILED') f
     ORDER BY c.name, r.id
@@ -277,28 +277,24 @@ def connector_activity(engine: Engine, runs: int) -> ConnectorActivity:
             pools = {r.connector: list(r.pools) for r in conn.execute(_POOLS)}
             load = _pool_load(conn.execute(_POOL_LOAD))
             schedules = {r.name: (r.schedule, bool(r.given)) for r in conn.execute(_SCHEDULES)}
+    points: list[RunPoint] = []
+    reported: list[_Reported] = []
+    # Unpacked, not read by name: a row's attributes cost ten times its positions (20,000 rows a poll).
+    for connector, run_id, task_id, state, rows, duration_s, finished_at, timings, tables, failures in run_rows:
+        points.append(
+            RunPoint(connector, run_id, task_id, state, rows, duration_s, finished_at, int(failures), _timings(timings))
+        )
+        if tables is not None:
+            reported.append(_Reported(connector, run_id, finished_at, tables))
     return ConnectorActivity(
-        runs=[
-            RunPoint(
-                r.connector,
-                r.id,
-                r.task_id,
-                r.state,
-                r.rows,
-                r.duration_s,
-                r.finished_at,
-                int(r.failures),
-                _timings(r.timings),
-            )
-            for r in run_rows
-        ],
+        runs=points,
         running=running,
         last_errors={r.connector: _failed(r) for r in error_rows},
         lags=lags,
         pools=pools,
         pool_load=load,
         schedules=schedules,
-        tables=_tables(run_rows),
+        tables=_tables(reported),
     )
 
 
@@ -323,17 +319,24 @@ def _pool_load(rows: Iterable[Row[Any]]) -> dict[str, PoolLoad]:
     return {r.pool: PoolLoad(int(r.connectors), int(r.tasks)) for r in rows}
 
 
-def _tables(rows: Iterable[Row[Any]]) -> dict[str, list[TableVersion]]:
+class _Reported(NamedTuple):
+    """A run of `_RUNS` that carries its tables (its task's newest to report some)."""
+
+    connector: str
+    run_id: int
+    finished_at: datetime | None
+    tables: list[Any]
+
+
+def _tables(runs: Iterable[_Reported]) -> dict[str, list[TableVersion]]:
     """Each sink's tables over the runs that reported some (one per task): per name, the newest run's."""
     newest: dict[str, dict[str, TableVersion]] = {}
-    for r in rows:
-        if r.tables is None:
-            continue
-        by_name = newest.setdefault(r.connector, {})
-        for name, version in _reported(r.tables):
+    for run in runs:
+        by_name = newest.setdefault(run.connector, {})
+        for name, version in _reported(run.tables):
             kept = by_name.get(name)
-            if kept is None or kept.run_id < r.id:
-                by_name[name] = TableVersion(name, version, r.id, r.finished_at)
+            if kept is None or kept.run_id < run.run_id:
+                by_name[name] = TableVersion(name, version, run.run_id, run.finished_at)
     shown = {}
     for connector, by_name in newest.items():
         latest = sorted(by_name.values(), key=lambda t: t.run_id, reverse=True)[:TABLES_SHOWN]
