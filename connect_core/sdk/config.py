@@ -148,7 +148,13 @@ def check_schedule(value: str | None, *, sink: bool = False) -> str | None:
         if sink:
             raise ValueError(f"a sink runs when its topics get data; its extra schedule cannot be `{value}`")
         return value
-    if value in CRON_PRESETS or _valid_cron(value):
+    if value in CRON_PRESETS:
+        return value
+    if _valid_cron(value):
+        if not _fires(value):
+            raise ValueError(
+                f"cron `{value}` never fires (a date no month has, as February 31st): expected {_SCHEDULE_HELP}"
+            )
         return value
     raise ValueError(f"invalid schedule `{value}`: expected {_SCHEDULE_HELP}")
 
@@ -157,6 +163,20 @@ def _valid_cron(value: str) -> bool:
     from croniter import croniter  # only when a schedule is neither preset nor interval
 
     return len(value.split()) == 5 and bool(croniter.is_valid(value))
+
+
+def _fires(value: str) -> bool:
+    """Whether a valid cron has a next tick at all (`0 0 31 2 *` has none: nothing could run on it,
+    and when a job is next due could not be told)."""
+    from datetime import UTC, datetime
+
+    from croniter import CroniterBadDateError, croniter
+
+    try:
+        croniter(value, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterBadDateError:
+        return False
+    return True
 
 
 def is_placeholder(value: str) -> bool:

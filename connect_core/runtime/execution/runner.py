@@ -516,10 +516,30 @@ def _write_report(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     tables = found.get(WRITE_TABLES)
     if isinstance(tables, list | tuple):
         kept = [
-            {"name": str(t["name"])[:_NAME_KEPT], "version": str(t.get("version", ""))[:_VERSION_KEPT]}
+            {
+                "name": _shown_table(t["name"])[:_NAME_KEPT],
+                "version": mask_text(str(t.get("version", "")))[:_VERSION_KEPT],
+            }
             for t in tables[:_TABLES_KEPT]
             if isinstance(t, Mapping) and isinstance(t.get("name"), str) and t["name"]
         ]
         if kept:
             report[WRITE_TABLES] = kept
     return report
+
+
+def _shown_table(name: str) -> str:
+    """A table's name as the run's stats may show it: a URI without its userinfo, query and
+    fragment (an access key, a signature), then masked as any text (a value a provider resolved)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    name = name[: _NAME_KEPT * 4]  # bounded before it is parsed
+    if "://" in name:
+        try:
+            parts = urlsplit(name)
+            host = parts.hostname or ""
+            port = f":{parts.port}" if parts.port else ""
+            name = urlunsplit((parts.scheme, host + port, parts.path, "", ""))
+        except ValueError:  # a port that is no number, a broken IPv6 host: nothing of it is shown
+            name = name.split("://", 1)[0] + "://…"
+    return mask_text(name)

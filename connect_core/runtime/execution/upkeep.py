@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from connect_core.runtime.execution.launcher import FATAL_KINDS
 from connect_core.runtime.execution.runner import error_kind
 from connect_core.runtime.security import MaskingFilter, mask_config, mask_text
@@ -28,7 +30,7 @@ from connect_core.runtime.store.states import TargetState
 from connect_core.runtime.store.upkeep import UpkeepStore
 from connect_core.sdk.config import CRON_PRESETS, SinkConnectorConfig, schedule_interval
 from connect_core.sdk.connector import SinkConnector, Upkeep
-from connect_core.sdk.errors import NotFoundError
+from connect_core.sdk.errors import ConfigError, NotFoundError
 
 if TYPE_CHECKING:
     from connect_core.runtime.context import Runtime
@@ -103,23 +105,27 @@ def run_upkeep(runtime: Runtime, connector: str, job: str) -> UpkeepOutcome:
         return UpkeepOutcome(UpkeepState.SKIPPED, f"connector `{connector}` is {info.target_state}")
     store = UpkeepStore(runtime.engine)
     now, last = store.last(connector, job)
+    since = last.succeeded_at if last is not None else None  # its last success
     try:  # the stored config says the schedule and the jobs (no placeholder can hold them)
         plugin: Any = runtime.registry.resolve(info.connector_class).cls
         stored = plugin.config_model.model_validate(info.config)
         jobs = {u.name for u in upkeep_of(plugin, connector, stored)}
-    except Exception as exc:  # a plugin gone, a config stored before a stricter check
+        schedule = str(stored.upkeep_schedule)
+        due = next_due(schedule, since) if since is not None else None
+    except ValidationError as exc:  # a config stored before a stricter check (a cron that never fires)
+        problems = "; ".join(f"`{'.'.join(map(str, e['loc']))}`: {e['msg']}" for e in exc.errors())
+        cause = ConfigError(f"the stored config of connector `{connector}` is no longer valid: {problems}")
+        return _failed(store, connector, job, now, cause)
+    except Exception as exc:  # a plugin gone
         return _failed(store, connector, job, now, exc)
     if job not in jobs:
         return UpkeepOutcome(UpkeepState.SKIPPED, f"connector `{connector}` has no upkeep job `{job}` (any more)")
-    schedule = str(stored.upkeep_schedule)
-    if last is not None and last.succeeded_at is not None:
-        due = next_due(schedule, last.succeeded_at)
-        if now < due:
-            return UpkeepOutcome(
-                UpkeepState.SKIPPED,
-                f"`{job}` is not due: it last succeeded at {_iso(last.succeeded_at)}, and with "
-                f"`upkeep.schedule` {schedule} is due at {_iso(due)}",
-            )
+    if since is not None and due is not None and now < due:
+        return UpkeepOutcome(
+            UpkeepState.SKIPPED,
+            f"`{job}` is not due: it last succeeded at {_iso(since)}, and with "
+            f"`upkeep.schedule` {schedule} is due at {_iso(due)}",
+        )
     try:
         _, config = runtime.run_config(info)  # as a run gets it: providers resolved, paths confined
         (upkeep,) = [u for u in upkeep_of(plugin, connector, config) if u.name == job]

@@ -80,6 +80,8 @@ def _refused(client: httpx.Client, config: dict[str, Any]) -> dict[str, list[str
         ({"delta.tables.id-columns": "id; DROP"}, "delta.tables.id-columns", "no column name"),
         ({"delta.tables.partition-by": "day(ts)"}, "delta.tables.partition-by", "no column name"),
         ({"delta.vacuum.retention-hours": 0}, "delta.vacuum.retention-hours", "greater than or equal to 1"),
+        # delta-rs takes a u64: a larger number failed every upkeep run (an OverflowError) instead of a 400
+        ({"delta.optimize.target-file-size": 10**30}, "delta.optimize.target-file-size", "less than or equal to"),
     ],
 )
 def test_each_problem_is_a_400_naming_its_key(

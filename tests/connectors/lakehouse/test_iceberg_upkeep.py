@@ -18,7 +18,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from connect_core.connectors.lakehouse.iceberg import IcebergSinkConfig, IcebergSinkConnector, _catalog, _offsets
+from connect_core.connectors.lakehouse.iceberg import (
+    IcebergSinkConfig,
+    IcebergSinkConnector,
+    _catalog,
+    _offsets,
+    _write,
+)
 from connect_core.connectors.lakehouse.iceberg import _upkeep as upkeep
 from connect_core.runtime.context import Runtime
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
@@ -227,6 +233,9 @@ def test_orphan_removal_deletes_only_old_unreferenced_files_under_the_table_and_
     ("key", "value", "words"),
     [
         ("iceberg.compaction.target-file-size-bytes", 1000, "greater than or equal to 1048576"),
+        # a group of files up to the target is read into the Airflow task's memory (2**40 took a worker down)
+        ("iceberg.compaction.target-file-size-bytes", 2**31, "less than or equal to 1073741824"),
+        ("upkeep.schedule", "0 0 31 2 *", "never"),  # February 31st: no upkeep task could tell when it is due
         ("iceberg.snapshots.max-age-hours", -1, "greater than or equal to 0"),
         ("iceberg.snapshots.min-keep", 0, "greater than or equal to 1"),
         ("iceberg.orphans.older-than-hours", 0, "greater than or equal to 1"),
@@ -241,3 +250,198 @@ def test_the_upkeep_keys_are_checked_at_create(
     with pytest.raises(ConfigError) as refused:
         runtime.create_connector("lake", sink_config(lake, "orders", "shop.orders", **{key: value}))
     assert list(refused.value.errors) == [key] and words in refused.value.errors[key][0]
+
+
+def _aged(root: Path) -> None:
+    """Every regular file under `root` made 4 days old: old enough for any orphan threshold here."""
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (DAYS_AGO, DAYS_AGO))
+
+
+def _plain_schema() -> Any:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    return Schema(
+        NestedField(1, "id", LongType()), NestedField(2, "region", StringType()), NestedField(3, "body", StringType())
+    )
+
+
+@pytest.mark.parametrize("where", ["same location", "its location holds the other table"])
+def test_orphan_removal_refuses_a_location_whose_files_another_table_shares_and_deletes_nothing(
+    lake: Lake, where: str
+) -> None:
+    """Another table's files under this table's `data/` or `metadata/` are unreferenced by this one's
+    metadata: deleting them destroyed the other table (its metadata went, it could not be loaded)."""
+    from connect_core.sdk.errors import ConfigError
+
+    catalog = _catalog.load_catalog(_config(lake))
+    other = _commit(_table(lake, "shop.data"), _rows(range(0, 10), "eu"), {"x": {"t": {0: 10}}})
+    shared = other.location() if where == "same location" else os.path.dirname(other.location())
+    table = catalog.create_table("shop.orders", schema=_plain_schema(), location=shared)
+    table = _commit(table, _rows(range(10, 20), "eu"), {"sink": {"orders": {0: 10}}})
+    stray = Path(shared.removeprefix("file://"), "data", "00000-killed-run.parquet")
+    stray.write_bytes(b"PAR1")
+    _aged(Path(shared.removeprefix("file://")))
+    files = sorted(Path(shared.removeprefix("file://")).rglob("*"))
+    others = _checksum(other)
+
+    (_, _, remove) = IcebergSinkConnector().upkeep("sink", _config(lake))
+    with pytest.raises(ConfigError, match="belongs to another table"):
+        remove.run(log)
+
+    assert sorted(Path(shared.removeprefix("file://")).rglob("*")) == files  # not one file deleted, the stray neither
+    assert _checksum(catalog.load_table("shop.data")) == others
+
+
+def test_orphan_removal_refuses_the_warehouse_itself_as_a_location(lake: Lake) -> None:
+    from connect_core.sdk.errors import ConfigError
+
+    catalog = _catalog.load_catalog(_config(lake))
+    catalog.create_namespace_if_not_exists("shop")
+    table = catalog.create_table("shop.orders", schema=_plain_schema(), location=str(lake.warehouse.resolve()))
+    _commit(table, _rows(range(0, 10), "eu"), {"sink": {"orders": {0: 10}}})
+    (_, _, remove) = IcebergSinkConnector().upkeep("sink", _config(lake))
+    with pytest.raises(ConfigError, match="not a directory inside the warehouse"):
+        remove.run(log)
+
+
+def test_orphan_removal_keeps_a_live_file_its_metadata_names_through_a_link_or_percent_encoded(lake: Lake) -> None:
+    """A table whose `write.data.path` leads through a link inside the warehouse: its live files are
+    listed under their real path, which no reference spelled: they were deleted, the table broken."""
+    table = _table(lake)
+    root = Path(table.location().removeprefix("file://"))
+    alias = lake.warehouse / "alias"
+    alias.symlink_to(root, target_is_directory=True)
+    with table.transaction() as tx:
+        tx.set_properties({"write.data.path": str(alias / "data")})
+    table = _commit(table.refresh(), _rows(range(0, 10), "eu"), {"sink": {"orders": {0: 10}}})
+    assert all("/alias/" in p for p in _data_files(table))
+    stray = root / "data" / "00000-killed-run.parquet"
+    stray.write_bytes(b"PAR1")
+    (root / "metadata" / "version-hint.text").write_text("1")  # a Hadoop catalog's pointer: never an orphan
+    _aged(root)
+    before = _checksum(table)
+
+    done = upkeep.remove_orphans(table, timedelta(hours=1), log)
+
+    assert all(Path(p).exists() for p in _data_files(table)) and _checksum(table) == before
+    assert not stray.exists() and done["files_deleted"] == 1
+    assert (root / "metadata" / "version-hint.text").exists()
+    # a file named percent-encoded, as another engine may write it, is kept under either spelling
+    spelled = upkeep._comparable(table, [f"file://{root}/data/region=a%2Fb/x%20y.parquet"])
+    assert {f"{root}/data/region=a%2Fb/x%20y.parquet", f"{root}/data/region=a/b/x y.parquet"} <= spelled
+
+
+def test_orphan_removal_deletes_nothing_when_a_manifest_cannot_be_read(lake: Lake) -> None:
+    from connect_core.sdk.errors import DataError
+
+    table = _table(lake)
+    for run in range(2):
+        table = _commit(table, _rows(range(run * 10, run * 10 + 10), "eu"), {"sink": {"orders": {0: run * 10 + 10}}})
+    root = Path(table.location().removeprefix("file://"))
+    Path(table.snapshots()[0].manifest_list.removeprefix("file://")).unlink()  # a metadata log naming a lost file
+    _aged(root)
+    files = sorted(root.rglob("*"))
+    with pytest.raises(DataError, match="no file is removed"):
+        upkeep.remove_orphans(table, timedelta(hours=1), log)
+    assert sorted(root.rglob("*")) == files
+
+
+def _racing(lake: Lake, monkeypatch: pytest.MonkeyPatch, where: str, offset: int) -> None:
+    """Make `_upkeep.<where>` commit, once, a sink run of no rows (its offsets only: every record of
+    its batch went to the dead letters) to the table before it goes on, through another catalog."""
+    real = getattr(upkeep, where)
+
+    def racing(*args: Any) -> Any:
+        monkeypatch.setattr(upkeep, where, real)
+        found = real(*args)
+        other = _catalog.load_catalog(_config(lake)).load_table("shop.orders")
+        _write.commit_files(other, [], {_offsets.key("sink"): _offsets.encode({"orders": {0: offset}})})
+        return found
+
+    monkeypatch.setattr(upkeep, where, racing)
+
+
+@pytest.mark.parametrize("job", ["compact", "expire_snapshots"])
+def test_an_upkeep_commit_that_a_sink_commit_overtakes_fails_and_the_sinks_offsets_stand(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch, job: str
+) -> None:
+    """pyiceberg 0.12 retries a commit that lost its race on the new head with the summary it was
+    given: the upkeep's snapshot, carrying the offsets read before the sink's commit, landed on top
+    of it and took the sink's offsets back (999 → 30): its next run wrote those records again."""
+    from connect_core.sdk.errors import RetriableError
+
+    table = _table(lake)
+    table = _commit(table, _rows(range(0, 10), "eu"), {"gone": {"orders": {0: 10}}})
+    for run in range(1, 3):
+        table = _commit(table, _rows(range(run * 10, run * 10 + 10), "eu"), {"sink": {"orders": {0: run * 10 + 10}}})
+    before = _checksum(table)
+    _racing(lake, monkeypatch, "carried_offsets", 999)  # what compaction and expiry's carry commit
+
+    def run() -> Any:
+        if job == "compact":
+            return upkeep.compact(table, 1 << 20, log)
+        return upkeep.expire_snapshots(table, timedelta(0), 1, log, now=datetime.now(UTC) + timedelta(hours=1))
+
+    with pytest.raises(RetriableError, match="changed under the upkeep's commit"):
+        run()
+
+    assert _offsets_of(table, "sink", "gone") == {"sink": {"orders": {0: 999}}, "gone": {"orders": {0: 10}}}
+    assert _checksum(table) == before
+
+
+def test_a_table_the_upkeep_refuses_leaves_the_connectors_other_tables_their_upkeep(lake: Lake) -> None:
+    """The first table that failed stopped the job: every table after it went without upkeep for
+    as long as that one stayed as it was."""
+    from connect_core.sdk.errors import ConfigError
+
+    catalog = _catalog.load_catalog(_config(lake, "shop.bad,shop.orders"))
+    catalog.create_namespace_if_not_exists("shop")
+    bad = catalog.create_table("shop.bad", schema=_plain_schema(), location=str(lake.warehouse.resolve()))
+    _commit(bad, _rows(range(0, 10), "eu"), {"sink": {"orders": {0: 10}}})
+    table = _commit(_table(lake), _rows(range(0, 10), "eu"), {"sink": {"orders": {0: 10}}})
+    stray = Path(table.location().removeprefix("file://"), "data", "00000-killed-run.parquet")
+    stray.write_bytes(b"PAR1")
+    _aged(Path(table.location().removeprefix("file://")))
+
+    (_, _, remove) = IcebergSinkConnector().upkeep("sink", _config(lake, "shop.bad,shop.orders"))
+    with pytest.raises(ConfigError, match=r"shop\.bad"):
+        remove.run(log)
+    assert not stray.exists()  # shop.orders, after shop.bad, still had its orphans removed
+
+
+def test_orphan_removal_reads_ages_by_the_file_systems_clock_when_this_hosts_runs_ahead(lake: Lake) -> None:
+    """The upkeep's host 3 hours ahead of the hosts writing the table: a file a commit in flight
+    wrote a moment ago looked 3 hours old, older than the threshold, and was deleted."""
+    table = _commit(_table(lake), _rows(range(0, 10), "eu"), {"sink": {"orders": {0: 10}}})
+    in_flight = Path(table.location().removeprefix("file://"), "data", "00001-in-flight.parquet")
+    in_flight.write_bytes(b"PAR1")
+    ahead = datetime.now(UTC) + timedelta(hours=3)
+
+    done = upkeep.remove_orphans(table, timedelta(hours=1), log, now=ahead)
+
+    assert in_flight.exists() and done["unreferenced_too_young"] == 1
+    assert not list(Path(table.location().removeprefix("file://")).glob(".connect-clock-*"))  # its probe gone
+
+
+def test_orphan_removal_racing_another_one_is_no_failure(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two connectors writing one table upkeep it at the same time: a file the other removal deleted
+    between this one's listing and its deletion failed the job."""
+    table = _commit(_table(lake), _rows(range(0, 10), "eu"), {"sink": {"orders": {0: 10}}})
+    root = Path(table.location().removeprefix("file://"))
+    strays = [root / "data" / f"0000{i}-killed-run.parquet" for i in range(2)]
+    for stray in strays:
+        stray.write_bytes(b"PAR1")
+    _aged(root)
+    real = type(table.io).delete
+
+    def raced(io: Any, location: str) -> None:
+        os.unlink(location)  # the other removal got there first
+        monkeypatch.setattr(type(table.io), "delete", real)
+        real(io, location)
+
+    monkeypatch.setattr(type(table.io), "delete", raced)
+    done = upkeep.remove_orphans(table, timedelta(hours=1), log)
+    assert done["files_deleted"] == 1 and not any(s.exists() for s in strays)

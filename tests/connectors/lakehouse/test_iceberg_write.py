@@ -95,3 +95,36 @@ def test_a_catalog_that_never_answers_is_a_retriable_error_in_bounded_time(
     assert time.monotonic() - started < 20
     assert accepted  # it did reach the silent server
     server.close()
+
+
+@pytest.mark.parametrize("how", ["files", "rows"])
+def test_a_commit_built_on_a_snapshot_another_commit_replaced_is_refused_not_replayed_on_top(
+    target: Database,  # noqa: F811
+    tmp_path: Path,
+    how: str,
+) -> None:
+    """A run that lost its lease (a zombie) commits after the run that replaced it: its rows and the
+    offsets it read are stale. pyiceberg 0.12 retried such a commit on the new head, so the same
+    records landed twice and the offsets went back; it must fail, and the run read the table anew."""
+    from connect_core.sdk.errors import RetriableError
+
+    lake = Lake(target, tmp_path / "warehouse")
+    catalog = lake.catalog()
+    catalog.create_namespace("t")
+    table = catalog.create_table("t.rows", schema=_batch(range(0), "", "").schema)
+    _write.commit(table, _batch(range(0, 10), "eu", "v"), None, {"connect.offsets.x": '{"t":{"0":10}}'})
+    zombie, current = catalog.load_table("t.rows"), catalog.load_table("t.rows")
+    _write.commit(current, _batch(range(10, 20), "eu", "v"), None, {"connect.offsets.x": '{"t":{"0":20}}'})
+
+    with pytest.raises(RetriableError, match="changed under this commit"):
+        if how == "files":
+            from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+            # the rows as the workers write them
+            written = list(_dataframe_to_data_files(zombie.metadata, _batch(range(10, 20), "eu", "v"), zombie.io))
+            _write.commit_files(zombie, written, {"connect.offsets.x": '{"t":{"0":20}}'})
+        else:
+            _write.commit(zombie, _batch(range(10, 20), "eu", "v"), None, {"connect.offsets.x": '{"t":{"0":20}}'})
+
+    assert [r[0] for r in lake.scan("t.rows", ("id",))] == list(range(20))  # each row once
+    assert lake.offsets("t.rows", "x") == '{"t":{"0":20}}'

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from pydantic import Field
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.upkeep import UpkeepState, next_due, run_upkeep
@@ -138,6 +138,25 @@ def test_a_job_gets_its_paths_confined_as_a_run_does(tidy: Runtime, tmp_path: Pa
     assert "outside the directories" in failed.cause and TidySink.seen == []
 
 
+def test_a_stored_schedule_that_never_fires_is_a_recorded_failure_not_a_crash(tidy: Runtime) -> None:
+    """A cron no date matches (stored before create refused it): when the job is due could not be
+    told, and the task raised croniter's error unrecorded, unmasked, at every DAG run."""
+    from connect_core.runtime.store.models import ConnectorRow
+
+    assert run_upkeep(tidy, "tidy", "tidy").state is UpkeepState.SUCCEEDED
+    with tidy.engine.begin() as conn:
+        config = conn.execute(select(ConnectorRow.config).where(ConnectorRow.name == "tidy")).scalar_one()
+        conn.execute(
+            update(ConnectorRow)
+            .where(ConnectorRow.name == "tidy")
+            .values(config={**config, "upkeep.schedule": "0 0 31 2 *"})
+        )
+    failed = run_upkeep(tidy, "tidy", "tidy")
+    assert (failed.state, failed.fatal) == (UpkeepState.FAILED, True)
+    assert "never fires" in failed.cause
+    assert {r.job: r.state for r in UpkeepStore(tidy.engine).listing("tidy")} == {"tidy": "FAILED"}
+
+
 def test_upkeep_schedule_is_validated_at_create(tidy: Runtime, tmp_path: Path) -> None:
     base = {"connector.class": "TidySink", "topics": "t", "directory": str(tmp_path / "d")}
     for value, problem in (
@@ -145,6 +164,7 @@ def test_upkeep_schedule_is_validated_at_create(tidy: Runtime, tmp_path: Path) -
         ("@continuous", "not `@continuous`"),
         ("every day", "invalid schedule"),
         ("0s", "between 1s"),
+        ("0 0 30 2 *", "never fires"),
     ):
         with pytest.raises(ConfigError) as raised:
             tidy.create_connector("bad", {**base, "upkeep.schedule": value})

@@ -41,3 +41,28 @@ def test_a_flood_of_tables_or_long_names_is_cut() -> None:
     kept = _write_report({"tables": tables})["tables"]
     assert len(kept) == 20
     assert all(len(t["name"]) == 300 and len(t["version"]) == 40 for t in kept)
+
+
+def test_no_credential_a_table_name_carries_reaches_the_runs_stats() -> None:
+    """A sink is a plugin: a table it names by a URI may carry userinfo, a signed query or a value
+    a config provider resolved. The run's stats keep the scheme, the host and the path only."""
+    from connect_core.runtime.security import masking
+
+    masking.masker.add("s3cr3t-from-a-provider")
+    tables = [
+        {"name": "s3://AKIAEXAMPLEKEY:wJalrXUtnFEMI@bucket/lake/orders", "version": "1"},
+        {"name": "s3://AKIAEXAMPLEKEY@bucket/lake/items", "version": "2"},
+        {"name": "https://host/t?X-Amz-Signature=abcdef0123&sig=zz#frag", "version": "3"},
+        {"name": "s3://bucket/s3cr3t-from-a-provider/t", "version": "s3cr3t-from-a-provider"},
+    ]
+    kept = _write_report({"tables": tables})["tables"]
+    assert [t["name"] for t in kept] == [
+        "s3://bucket/lake/orders",
+        "s3://bucket/lake/items",
+        "https://host/t",
+        "s3://bucket/********/t",
+    ]
+    assert kept[3]["version"] == "********"
+    shown = repr(kept)
+    for secret in ("AKIAEXAMPLEKEY", "wJalrXUtnFEMI", "abcdef0123", "zz", "frag", "s3cr3t"):
+        assert secret not in shown

@@ -149,6 +149,7 @@ class FileWriter:
         import os
         import shutil
         import uuid
+        from urllib.parse import unquote
 
         from deltalake import write_deltalake
 
@@ -161,7 +162,10 @@ class FileWriter:
             for line in actions:
                 add = json.loads(line).get("add") if line.strip() else None
                 if add is not None:
-                    adds.append({**add, "path": f"{prefix}/{add['path']}"})
+                    # a log spells paths percent-encoded, and `AddAction` encodes the path it is given:
+                    # given as the log spells it, a partition value that needs escaping (`a/b`, a
+                    # timestamp's `:`) named a file that does not exist
+                    adds.append({**add, "path": f"{prefix}/{unquote(add['path'])}"})
         shutil.rmtree(log)
         if not adds:
             shutil.rmtree(staging)

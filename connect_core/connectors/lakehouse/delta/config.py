@@ -127,7 +127,9 @@ class DeltaSinkConfig(SinkConnectorConfig):
         default=None,
         alias="delta.optimize.target-file-size",
         ge=1_048_576,
-        description="Optimize (compaction) writes files of about this many bytes (default delta-rs's, 100 MiB).",
+        le=2**30,
+        description="Optimize (compaction) writes files of about this many bytes (default delta-rs's, 100 MiB; "
+        "at most 1 GiB).",
     )
 
     @property

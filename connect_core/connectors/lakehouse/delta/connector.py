@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from connect_core.connectors.lakehouse import _changes, _spread
+from connect_core.connectors.lakehouse._upkeep import each_table
 from connect_core.connectors.lakehouse.delta import _offsets, _schema, _upkeep, _write
 from connect_core.connectors.lakehouse.delta._tables import Location, checked, locate
 from connect_core.connectors.lakehouse.delta.config import TOPIC, DeltaSinkConfig, problems
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["DeltaSinkConnector", "DeltaSinkTask"]
+
+_LOG = logging.getLogger(__name__)
 
 
 class DeltaSinkTask(SinkTask):
@@ -261,36 +264,39 @@ class DeltaSinkConnector(SinkConnector[DeltaSinkConfig]):
             if mine is None or mine:
                 _offsets.alter(table, name, topics, mine)
 
-    def optimize(self, config: DeltaSinkConfig) -> dict[str, dict[str, Any]]:
-        """Compact each existing table's small files: table URI → delta-rs's metrics."""
-        return {
-            uri: _upkeep.optimize(where, config.optimize_target_size)
-            for uri, (where, _) in self.tables(config).items()
-            if where.load() is not None
-        }
+    def optimize(self, config: DeltaSinkConfig, log: logging.Logger | None = None) -> dict[str, dict[str, Any]]:
+        """Compact each existing table's small files: table URI → delta-rs's metrics (a table that
+        fails is logged and the others are compacted, then its error is raised)."""
+        return each_table(
+            self._existing(config), lambda where: _upkeep.optimize(where, config.optimize_target_size), log or _LOG
+        )
 
-    def vacuum(self, config: DeltaSinkConfig, retention_hours: int | None = None) -> dict[str, list[str]]:
+    def vacuum(
+        self, config: DeltaSinkConfig, retention_hours: int | None = None, log: logging.Logger | None = None
+    ) -> dict[str, list[str]]:
         """Delete each existing table's files no version of the retention (`delta.vacuum.retention-hours`
-        unless given) needs: table URI → the files deleted."""
+        unless given) needs: table URI → the files deleted (a table that fails, as `optimize`)."""
         hours = config.vacuum_retention_hours if retention_hours is None else retention_hours
-        return {
-            uri: _upkeep.vacuum(where, hours)
-            for uri, (where, _) in self.tables(config).items()
-            if where.load() is not None
-        }
+        return each_table(self._existing(config), lambda where: _upkeep.vacuum(where, hours), log or _LOG)
+
+    def _existing(self, config: DeltaSinkConfig) -> Iterator[tuple[str, Location]]:
+        """The tables of the connector's topics that exist, by URI."""
+        for uri, (where, _) in self.tables(config).items():
+            if where.load() is not None:
+                yield uri, where
 
     def upkeep(self, name: str, config: DeltaSinkConfig) -> Sequence[Upkeep]:
         """`optimize`, then `vacuum`, of every existing table of the connector's topics; what each
         did per table URI (delta-rs's counts; the number of files vacuum deleted)."""
 
         def optimize(log: logging.Logger) -> dict[str, Any]:
-            done = self.optimize(config)
+            done = self.optimize(config, log=log)
             for uri, metrics in done.items():
                 log.info("Delta table %s optimized: %s", uri, metrics)
             return {"tables": {uri: _counts(metrics) for uri, metrics in done.items()}}
 
         def vacuum(log: logging.Logger) -> dict[str, Any]:
-            done = self.vacuum(config)
+            done = self.vacuum(config, log=log)
             for uri, files in done.items():
                 log.info("Delta table %s vacuumed: %d file(s) deleted", uri, len(files))
             return {"tables": {uri: {"files_deleted": len(files)} for uri, files in done.items()}}

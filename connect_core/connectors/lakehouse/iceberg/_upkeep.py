@@ -17,7 +17,12 @@ they were:
 * `remove_orphans` deletes files under the table's `data/` and `metadata/` that no live
   snapshot's manifests, no manifest list and no metadata file of the metadata log references, once
   older than the threshold (at least an hour: a commit in flight writes its files before they are
-  referenced). It never follows a symbolic link, and deletes through the table's FileIO, which is
+  referenced), by the earlier of this host's clock and the file system's. A file is referenced under every spelling its path may take (percent-decoded,
+  through the real path of its directory). Everything is checked before the first deletion, and
+  nothing is deleted when the table's location is not a real directory strictly inside the
+  warehouse, when a file its metadata names cannot be read or compared, or when a metadata file
+  under its location belongs to another table (two tables sharing files: each one's are the other's
+  "orphans"). It never follows a symbolic link, and deletes through the table's FileIO, which is
   confined to the warehouse (`_catalog.ConfinedFileIO`).
 
 Every commit made here carries, in its snapshot summary, the current offsets of every connector
@@ -32,10 +37,12 @@ import os
 import stat
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connect_core.connectors.lakehouse.iceberg import _offsets
-from connect_core.sdk.errors import DataError, RetriableError
+from connect_core.connectors.lakehouse._upkeep import filesystem_now
+from connect_core.connectors.lakehouse.iceberg import _offsets, _write
+from connect_core.sdk.errors import ConfigError, DataError, RetriableError
 
 if TYPE_CHECKING:
     from pyiceberg.table import FileScanTask, Table
@@ -77,7 +84,7 @@ def compact(table: Table, target_size: int, log: logging.Logger) -> dict[str, An
     metadata, schema, io = table.metadata, table.schema(), table.io
     commit_uuid, counter = uuid.uuid4(), itertools.count(0)
     rewritten = written = size = 0
-    tx = table.transaction()
+    tx = _write.transaction(table)  # onto this snapshot or not at all
     with tx.update_snapshot(snapshot_properties=summary).overwrite(commit_uuid) as overwrite:
         for tasks in bins:  # one bin's rows in memory at a time
             rows = ArrowScan(metadata, io, schema, AlwaysTrue()).to_table(tasks=tasks)
@@ -199,7 +206,7 @@ def _offsets_property_since(text: str) -> int | None:
 
 def _carry(table: Table) -> Table:
     """Commit a snapshot of no rows whose summary carries every connector's offsets."""
-    tx = table.transaction()
+    tx = _write.transaction(table)  # onto this snapshot or not at all
     with tx.update_snapshot(snapshot_properties=carried_offsets(table)).fast_append():
         pass
     return _commit(table, tx)
@@ -229,33 +236,134 @@ def _ancestors(table: Table, snapshot: Snapshot | None) -> list[Snapshot]:
 def remove_orphans(
     table: Table, older_than: timedelta, log: logging.Logger, now: datetime | None = None
 ) -> dict[str, Any]:
-    """Delete the table's unreferenced files older than `older_than` (see the module's docstring)."""
+    """Delete the table's unreferenced files older than `older_than` (see the module's docstring).
+    Every check comes before the first deletion: a refusal deletes nothing."""
     if older_than < MIN_ORPHAN_AGE:
         raise ValueError(
             f"orphan files must be at least {MIN_ORPHAN_AGE} old: younger ones may be a commit's in flight"
         )
     io = table.io
-    root = _local_path(table, table.location())
-    if os.path.realpath(root) != root:
-        from connect_core.sdk.errors import ConfigError
-
-        raise ConfigError(
-            f"the location of table `{_name(table)}` leads through a symbolic link: its files are not removed"
-        )
-    referenced = {_local_path(table, p) for p in _referenced(table)}
-    cutoff = (now or datetime.now(UTC)).timestamp() - older_than.total_seconds()
-    deleted = size = young = 0
+    root = _own_location(table)
+    referenced = _comparable(table, _readable_references(table))
+    # by the earlier of this host's clock and the file system's: a clock ahead of the writers' would
+    # make the files of a commit in flight look old
+    cutoff = filesystem_now(root, now).timestamp() - older_than.total_seconds()
+    orphans: list[tuple[str, int]] = []
+    young = unverified = 0
     for path, info in _files(root):
-        if path in referenced:
+        if path in referenced or os.path.basename(path) == _VERSION_HINT:
             continue
+        if path.endswith(_METADATA_SUFFIXES):
+            owner = _metadata_owner(path)  # young or old: a table living here shows by its metadata
+            if owner is not None and owner != str(table.metadata.table_uuid):
+                raise ConfigError(
+                    f"metadata file `{os.path.relpath(path, root)}` under the location of table `{_name(table)}` "
+                    f"belongs to another table (uuid {owner}): two tables share its files, so none is removed "
+                    "(give each table a location of its own, or delete a dropped table's files by hand)"
+                )
+            if owner is None:  # torn or unreadable: whose it is cannot be told, so it stays
+                unverified += 1
+                continue
         if info.st_mtime > cutoff:
             young += 1
             continue
-        io.delete(path)  # the FileIO refuses a path outside the warehouse
-        deleted, size = deleted + 1, size + info.st_size
+        orphans.append((path, info.st_size))
+    deleted = size = 0
+    for path, bytes_ in orphans:
+        try:
+            io.delete(path)  # the FileIO refuses a path outside the warehouse
+        except FileNotFoundError:
+            continue  # deleted meanwhile (another upkeep of a table two connectors write)
+        deleted, size = deleted + 1, size + bytes_
     if deleted:
         log.info("table %s: %d orphan file(s) deleted (%d bytes)", _name(table), deleted, size)
-    return {"files_deleted": deleted, "bytes_deleted": size, "unreferenced_too_young": young}
+    return {
+        "files_deleted": deleted,
+        "bytes_deleted": size,
+        "unreferenced_too_young": young,
+        **({"unreadable_metadata_kept": unverified} if unverified else {}),
+    }
+
+
+#: Metadata files (`….metadata.json`, gzip-compressed `….gz.metadata.json` or `….metadata.json.gz`).
+_METADATA_SUFFIXES = (".metadata.json", ".metadata.json.gz")
+#: A Hadoop catalog's pointer to the current metadata file: referenced by no metadata, never an orphan.
+_VERSION_HINT = "version-hint.text"
+#: The most of a metadata file read to tell which table it belongs to.
+_METADATA_READ_MAX = 64 * 1024 * 1024
+
+
+def _own_location(table: Table) -> str:
+    """The table's location as a real path strictly inside the warehouse its FileIO is confined to.
+    ConfigError otherwise: a location through a link, outside the warehouse, or the warehouse itself
+    (whose `data/` and `metadata/` may be another table's) has files that are not this table's."""
+    from connect_core.connectors.lakehouse.iceberg._catalog import ConfinedFileIO
+
+    io = table.io
+    if not isinstance(io, ConfinedFileIO):
+        raise TypeError("the sink's tables are read through a ConfinedFileIO")
+    root = _local_path(table, table.location())
+    if os.path.realpath(root) != root:
+        raise ConfigError(
+            f"the location of table `{_name(table)}` leads through a symbolic link: its files are not removed"
+        )
+    if root == io.root or not Path(root).is_relative_to(io.root):
+        raise ConfigError(
+            f"the location of table `{_name(table)}` is not a directory inside the warehouse "
+            "(`iceberg.catalog.warehouse`): its files are not removed"
+        )
+    return root
+
+
+def _readable_references(table: Table) -> list[str]:
+    """`_referenced`, all of it read before anything is deleted: a manifest that cannot be read is a
+    DataError (its files would all look unreferenced)."""
+    try:
+        return list(_referenced(table))
+    except OSError as exc:
+        raise DataError(
+            f"table `{_name(table)}`: a file its metadata names cannot be read ({type(exc).__name__}: "
+            f"{str(exc)[:300]}); no file is removed"
+        ) from exc
+
+
+def _comparable(table: Table, locations: Iterable[str]) -> set[str]:
+    """Every path a referenced file may be listed under: its path as the FileIO reads it, also
+    percent-decoded, through the real path of its directory, and the real path of a referenced link.
+    Listing a file under a name none of these is is what makes it an orphan, so every spelling counts."""
+    from urllib.parse import unquote
+
+    real_dirs: dict[str, str] = {}
+    found: set[str] = set()
+    for location in locations:
+        path = _local_path(table, location)
+        for spelled in {path, os.path.normpath(unquote(path))}:
+            folder, name = os.path.split(spelled)
+            if folder not in real_dirs:
+                real_dirs[folder] = os.path.realpath(folder)
+            real = os.path.join(real_dirs[folder], name)
+            found.update((spelled, real))
+            if os.path.islink(real):
+                found.add(os.path.realpath(real))
+    return found
+
+
+def _metadata_owner(path: str) -> str | None:
+    """The `table-uuid` a metadata file names (None: it cannot be read, is too large, or names none)."""
+    import gzip
+    import json
+
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(_METADATA_READ_MAX + 1)
+        if len(raw) > _METADATA_READ_MAX:
+            return None
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        owner = json.loads(raw).get("table-uuid")
+    except (OSError, ValueError, EOFError, AttributeError):
+        return None
+    return str(owner) if isinstance(owner, str) else None
 
 
 def _referenced(table: Table) -> Iterable[str]:
@@ -294,25 +402,27 @@ def _files(root: str) -> Iterable[tuple[str, os.stat_result]]:
 
 
 def _local_path(table: Table, location: str) -> str:
+    """`location` as the absolute local path the table's FileIO reads; ConfigError for anything else
+    (another store, `file://host/…`): a file whose path cannot be compared is never called an orphan."""
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     scheme, _, path = PyArrowFileIO.parse_location(location)  # as the table's FileIO reads locations
-    if scheme != "file":
-        from connect_core.sdk.errors import ConfigError
-
-        raise ConfigError(f"table `{_name(table)}` names `{location[:200]}`, which is no local file: not upkept")
-    return os.path.normpath(path)
+    if scheme != "file" or not os.path.isabs(path) or "\x00" in path:
+        raise ConfigError(
+            f"table `{_name(table)}` names `{location[:200]}`, which is no absolute local path: not upkept"
+        )
+    return os.path.normpath("/" + path.lstrip("/"))  # `//wh/…` is `/wh/…` on Linux, as the listing spells it
 
 
 # -- shared ----------------------------------------------------------------------------------------
 
 
 def _commit(table: Table, tx: Any) -> Table:
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
 
     try:
         committed: Table = tx.commit_transaction()
-    except CommitFailedException as exc:
+    except (CommitFailedException, ValidationException) as exc:
         raise RetriableError(
             f"table `{_name(table)}` changed under the upkeep's commit; tried again later: {exc}"
         ) from exc

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-__all__ = ["ARROW_DELETE_KEYS", "Committed", "FileWriter", "commit", "commit_files", "key_filter"]
+__all__ = ["ARROW_DELETE_KEYS", "Committed", "FileWriter", "commit", "commit_files", "key_filter", "transaction"]
 
 #: Above this many keys a batch's rows are deleted by an Arrow join rather than pyiceberg's filter.
 ARROW_DELETE_KEYS = 100_000
@@ -66,7 +66,7 @@ def commit(
     writer committed first is retriable."""
     arrow_delete_keys = ARROW_DELETE_KEYS if arrow_delete_keys is None else arrow_delete_keys
     before = {s.snapshot_id for s in table.snapshots()}
-    tx = table.transaction()
+    tx = transaction(table)
     if keys is not None and keys.num_rows and _holds_rows(table):
         if keys.num_rows > arrow_delete_keys:
             _delete_by_join(tx, table, keys, summary)
@@ -84,11 +84,34 @@ def commit_files(table: Table, files: list[DataFile], summary: dict[str, str]) -
     """Append the data files `files` (written by `FileWriter`s), in one commit whose snapshot
     carries `summary` (none: it still records the offsets), as `commit`."""
     before = {s.snapshot_id for s in table.snapshots()}
-    tx = table.transaction()
+    tx = transaction(table)
     with tx.update_snapshot(snapshot_properties=summary).fast_append() as append:
         for data_file in files:
             append.append_data_file(data_file)
     return _commit(table, tx, before)
+
+
+def transaction(table: Table) -> Any:
+    """A transaction on `table` that commits onto the snapshot `table` is at, or fails (pyiceberg's
+    `CommitFailedException`): never retried by pyiceberg on a newer head.
+
+    pyiceberg 0.12 retries a commit that lost its race (`commit.retry.num-retries`, 4 by default)
+    on the head that won, with the snapshot summary it was given. Every commit here carries offsets
+    read at the old head: replayed on top of another commit, a stale run's rows land twice and its
+    offsets go back (a zombie run after the one that replaced it), or an upkeep commit takes back the
+    offsets a sink run just committed. A failed commit is retried by its caller, which reads anew."""
+    from pyiceberg.table import Table, TableProperties
+
+    properties = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
+    # the copy's properties only say how pyiceberg commits: they are no update, the catalog never sees them
+    pinned = Table(
+        table.name(),
+        table.metadata.model_copy(update={"properties": properties}),
+        table.metadata_location,
+        table.io,
+        table.catalog,
+    )
+    return pinned.transaction()
 
 
 class Committed(NamedTuple):
@@ -100,12 +123,12 @@ class Committed(NamedTuple):
 
 
 def _commit(table: Table, tx: Any, before: set[int]) -> Committed:
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
 
     faults.checkpoint("mid_sink")  # data files written, nothing committed
     try:
         committed = tx.commit_transaction()
-    except CommitFailedException as exc:
+    except (CommitFailedException, ValidationException) as exc:
         raise RetriableError(
             f"table `{'.'.join(table.name())}` changed under this commit; the run is retried: {exc}"
         ) from exc

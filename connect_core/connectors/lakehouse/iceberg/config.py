@@ -188,9 +188,10 @@ class IcebergSinkConfig(SinkConnectorConfig):
         default=128 * 1024 * 1024,
         alias="iceberg.compaction.target-file-size-bytes",
         ge=1_048_576,
-        le=2**40,
+        le=2**30,
         description="Upkeep `compact`: data files smaller than this are rewritten, bin-packed into files of up "
-        "to about this size (only where a partition holds at least two of them), in one snapshot of the same rows.",
+        "to about this size (only where a partition holds at least two of them), in one snapshot of the same rows. "
+        "At most 1 GiB: one group's rows are in the Airflow task's memory at a time, several times their size on disk.",
     )
     snapshots_max_age_hours: int = Field(
         default=120,

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from connect_core.connectors.lakehouse import _changes, _spread
+from connect_core.connectors.lakehouse._upkeep import each_table
 from connect_core.connectors.lakehouse.iceberg import _catalog, _offsets, _schema, _upkeep, _write
 from connect_core.connectors.lakehouse.iceberg.config import TABLE_NAME, IcebergSinkConfig, problems
 from connect_core.sdk import WRITE_REPORT, WRITE_TABLES, LineageDataset, SinkBatch, SinkConnector, SinkTask, Upkeep
@@ -238,7 +239,8 @@ class IcebergSinkConnector(SinkConnector[IcebergSinkConfig]):
             def run(log: logging.Logger) -> dict[str, Any]:
                 catalog = _catalog.load_catalog(config)
                 try:
-                    return {"tables": {".".join(t.name()): job(t, log) for t in _tables(catalog, name, config)}}
+                    named = ((".".join(t.name()), t) for t in _tables(catalog, name, config))
+                    return {"tables": each_table(named, lambda t: job(t, log), log)}
                 finally:
                     _close(catalog)
 
