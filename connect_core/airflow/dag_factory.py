@@ -74,6 +74,8 @@ __all__ = ["DAG_PREFIX", "build_dags", "dag_id_for", "might_contain_dag", "shard
 log = logging.getLogger(__name__)
 
 START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
+#: How long one upkeep job may run before Airflow stops it (it stays due, and runs at the next tick).
+UPKEEP_TIMEOUT = timedelta(hours=2)
 
 
 def topic_asset(topic: str) -> Asset:
@@ -333,6 +335,8 @@ def _dag(
             connector=name,
             job=job,
             trigger_rule="all_done",
+            # the sink's next run waits for its DAG run (one at a time): a hung job must not hold it for ever
+            execution_timeout=UPKEEP_TIMEOUT,
             dag=dag,
         )
         step.set_upstream(upstream)

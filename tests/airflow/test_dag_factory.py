@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,7 @@ def test_a_sink_with_an_upkeep_schedule_gets_its_upkeep_tasks_after_its_sink_tas
     assert upkeep[0].upstream_task_ids == {"task_0"}  # after the sink's task, each after the one before
     for task in upkeep:
         assert task.trigger_rule == "all_done"  # whether the sink's run wrote, skipped or failed
+        assert task.execution_timeout == timedelta(hours=2)  # a hung job cannot hold the sink's next run
         assert task.pool == "default_pool"  # no Spark pool's slot: pyiceberg / delta-rs in the task's process
         assert task.connector == "lake" and task.job == task.task_id.removeprefix("upkeep_")
     assert dag.tasks[0].pool == "connect_local"
