@@ -1,14 +1,18 @@
 """`connect topics`: what each topic keeps, who reads it and how far behind; its settings
-(retention, cleanup policy); cleaning the topics now; deleting one."""
+(retention, cleanup policy); cleaning the topics now; deleting one; its schema history."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Column, Table
 
 from connect_core.cli._app import OutputOpt, app, backend, out, print_json
+
+if TYPE_CHECKING:
+    from connect_core.runtime.topics.schemas import SchemaDiff
 
 topics_app = typer.Typer(
     help="Topics: segments, end offsets, retention, compaction, the sinks reading them.", no_args_is_help=True
@@ -153,3 +157,97 @@ def prune(
                 f"  merge {m['topic']}[{m['partition']}] {m['start_offset']}..{m['end_offset']}: "
                 f"{m['segments']} segments"
             )
+
+
+@topics_app.command("schema")
+def schema(
+    name: str,
+    version: Annotated[
+        int | None,
+        typer.Option("--version", min=1, help="This version of the topic's schema (default: the latest)."),
+    ] = None,
+    diff: Annotated[
+        tuple[int, int] | None,
+        typer.Option(
+            "--diff",
+            help="What changed from version A to version B: columns added, dropped, retyped, key.",
+            metavar="A B",
+        ),
+    ] = None,
+    output: OutputOpt = "table",
+) -> None:
+    """A topic's schema (its value columns, their types and nullability, its key columns) from the
+    topic's schema history, or what changed between two versions (--diff A B)."""
+    from connect_core.runtime.topics.schemas import diff_schemas
+
+    if diff is not None and min(diff) < 1:
+        raise typer.BadParameter("versions are numbered from 1", param_hint="--diff")
+    with backend() as svc:
+        if diff is None:
+            found = svc.topic_schema(name, version)
+        else:
+            old, new = (svc.topic_schema(name, v) for v in diff)
+    if diff is None:
+        if output == "json":
+            print_json(found)
+        else:
+            _print_schema(found)
+        return
+    changes = diff_schemas(old["schema"], new["schema"])
+    if output == "json":
+        print_json({"topic": name, "from": old["version"], "to": new["version"], **changes.to_dict()})
+        return
+    out.print(f"{escape(name)}: version {old['version']} → {new['version']}", highlight=False)
+    for line in _diff_lines(changes):
+        out.print(f"  {escape(line)}", highlight=False)
+
+
+def _print_schema(found: dict[str, Any]) -> None:
+    by = f" of `{found['connector']}`" if found.get("connector") else ""
+    out.print(
+        f"{escape(found['topic'])}: version {found['version']} (id {found['id']}), introduced by run "
+        f"{found['run_id']}{escape(by)} at {found['created_at']}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    schema = found["schema"]
+    key = set(schema.get("key", []))
+    table = Table("#", Column("column", no_wrap=True), "type", "nullable", "key")
+    for i, column in enumerate(schema.get("columns", []), start=1):
+        table.add_row(
+            str(i),
+            escape(column["name"]),
+            escape(column["type"]),
+            "yes" if column["nullable"] else "no",
+            "key" if column["name"] in key else "",
+        )
+    out.print(table)
+    missing = [k for k in schema.get("key", []) if k not in {c["name"] for c in schema.get("columns", [])}]
+    if schema.get("key_type"):
+        out.print(f"key: {escape(schema['key_type'])} (not a struct of columns)", highlight=False)
+    elif missing:
+        out.print(f"key columns not in the value: {escape(', '.join(missing))}", highlight=False)
+
+
+def _nullable(flag: bool) -> str:
+    return "nullable" if flag else "not null"
+
+
+def _diff_lines(changes: SchemaDiff) -> list[str]:
+    if changes.empty:
+        return ["no changes"]
+    lines = [f"+ added      {c['name']} {c['type']} ({_nullable(c['nullable'])})" for c in changes.added]
+    lines += [f"- dropped    {c['name']} {c['type']}" for c in changes.dropped]
+    lines += [f"~ retyped    {c['name']}: {c['from']} → {c['to']}" for c in changes.retyped]
+    lines += [f"~ nested     {n}: its nested fields' nullability" for n in changes.nested]
+    lines += [f"~ nullable   {c['name']}: {_nullable(c['from'])} → {_nullable(c['to'])}" for c in changes.nullability]
+    if changes.key is not None:
+        lines.append(f"~ key        {_key(changes.key['from'])} → {_key(changes.key['to'])}")
+    return lines
+
+
+def _key(key: list[str] | str) -> str:
+    """Key columns as `a, b` (`none` for no key); a key that is no struct of columns, as its type."""
+    if isinstance(key, str):
+        return key
+    return ", ".join(key) or "none"

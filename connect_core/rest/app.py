@@ -1,4 +1,5 @@
-"""The REST app: Kafka Connect's API and RocketMQ Connect's routes over one service.
+"""The REST app: Kafka Connect's API and RocketMQ Connect's routes over one service, and Confluent
+Schema Registry's read API over the topics' schema histories.
 
 `create_app(runtime_factory, auth=…)` is served alone by `connect serve` and
 mounted under `/connect` in Airflow's api-server by the plugin. The runtime is
@@ -17,7 +18,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 
 from connect_core import __version__
-from connect_core.rest import kafka, metrics, pools, rocketmq, topics
+from connect_core.rest import kafka, metrics, pools, rocketmq, subjects, topics
 from connect_core.rest.auth import route_role
 from connect_core.rest.edge import EdgeMiddleware, EdgePolicy
 from connect_core.rest.errors import install_error_handlers
@@ -83,6 +84,7 @@ def create_app(
     app.include_router(pools.router)
     app.include_router(metrics.router)
     app.include_router(topics.router)
+    app.include_router(subjects.router)  # Schema Registry's read API: Kafka Connect has no /subjects
     app.include_router(rocketmq.prefixed_router, prefix="/rocketmq")
     app.add_middleware(EdgeMiddleware, policy=edge or EdgePolicy())
     return app

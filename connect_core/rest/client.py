@@ -166,6 +166,13 @@ class RestClient:
     def describe_topic(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/topics/{name}"))
 
+    def topic_schema(self, name: str, version: int | None = None) -> dict[str, Any]:
+        from connect_core.rest.subjects import from_registry_body, subject_of
+
+        subject = quote(subject_of(name), safe="")
+        at = "latest" if version is None else str(version)
+        return from_registry_body(dict(self._call("GET", f"/subjects/{subject}/versions/{quote(at, safe='')}")))
+
     def set_topic_config(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         return dict(self._call("PUT", f"/topics/{name}/config", json=dict(config)))
 

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
 from connect_core.runtime.store.states import ConnectorState, RunState
+from connect_core.runtime.topics.schemas import TopicSchema
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SourcePosition, TopicPartition
@@ -54,6 +55,9 @@ class StagedSegment:
     partition: int
     row_count: int
     path: str
+    #: the shape of its records, recorded in the topic's schema history by the commit (None: not
+    #: recorded; a dead-letter segment's rows are the errant records of whatever topics failed)
+    schema: TopicSchema | None = None
 
 
 @dataclass
@@ -185,6 +189,9 @@ class RunStore:
                 )
                 for seg in sorted(request.segments, key=lambda seg: (seg.topic, seg.partition))
             ]
+            # after every partition lock, topics in order: the per-topic locks of new versions never deadlock
+            for topic, schema in _schemas(request.segments):
+                self._topics.schemas.record(s, topic, schema, lease.run_id, lease.connector)
             self._connectors.upsert_positions(s, lease.connector, request.positions)
             self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
             used = [seg.topic for seg in request.segments] + [tp.topic for tp in request.offsets]
@@ -242,6 +249,15 @@ class RunStore:
     def forget_staged(self, run_id: int) -> None:
         with self._sessions.begin() as s:
             s.execute(update(TaskRunRow).where(TaskRunRow.id == run_id).values(staged_paths=[]))
+
+
+def _schemas(segments: Sequence[StagedSegment]) -> list[tuple[str, TopicSchema]]:
+    """Each distinct (topic, schema) of `segments`, by topic, then in the order they were staged."""
+    seen: dict[tuple[str, str], TopicSchema] = {}
+    for seg in segments:
+        if seg.schema is not None:
+            seen.setdefault((seg.topic, seg.schema.fingerprint), seg.schema)
+    return [(topic, seen[(topic, f)]) for topic, f in sorted(seen, key=lambda k: k[0])]  # stable: staged order
 
 
 def _busy_message(connector: str, task_id: int, other: TaskRunRow) -> str:

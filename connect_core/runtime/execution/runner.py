@@ -268,6 +268,8 @@ class TaskRunner:
     ) -> list[StagedSegment]:
         """Write a source batch's records, transformed, as segments of the topics they go to; the
         records a transform set aside go to the run's dead letters."""
+        from connect_core.runtime.topics.schemas import TopicSchema
+
         segments = []
         config = self._config(lease)
         partition_count = config.topic_partitions if isinstance(config, SourceConnectorConfig) else 1
@@ -288,7 +290,9 @@ class TaskRunner:
                     if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
                         delete_path(spark, path)
                         continue
-                    segments.append(StagedSegment(out_topic, partition, rows, path))
+                    # the shape the topic's schema history records with the commit (the driver's, no job)
+                    shape = TopicSchema.of(out.schema)
+                    segments.append(StagedSegment(out_topic, partition, rows, path, shape))
                     result.rows += rows
                     result.segments += 1
             finally:

@@ -1,4 +1,5 @@
-"""Topics as an admin sees them (Kafka's admin client): describe, configure, clean, delete."""
+"""Topics as an admin sees them (Kafka's admin client): describe, configure, clean, delete; their
+schema history."""
 
 from __future__ import annotations
 
@@ -21,6 +22,34 @@ class Topics(Room):
         if not found:
             raise NotFoundError(f"topic `{name}` not found")
         return found[0]
+
+    def topic_schema(self, name: str, version: int | None = None) -> dict[str, Any]:
+        """Version `version` of the topic's schema (None: the latest): `{"topic", "version", "id",
+        "fingerprint", "run_id", "connector", "created_at", "schema"}`, `schema` the canonical
+        document (`runtime.topics.schemas`)."""
+        found = self.rt.topics.schemas.version(name, version)
+        if found is None:
+            versions = self.rt.topics.schemas.versions(name)
+            if not versions:
+                raise NotFoundError(
+                    f"topic `{name}` has no schema history: no run has committed to it since it was "
+                    "created (or since the metadata database was upgraded to record schemas)"
+                )
+            raise NotFoundError(f"topic `{name}` has no schema version {version}: its versions are 1 to {versions[-1]}")
+        return found.to_dict()
+
+    def schema_topics(self) -> list[str]:
+        """The topics with a schema history, by name."""
+        return self.rt.topics.schemas.topics()
+
+    def schema_versions(self, name: str) -> list[int]:
+        """The topic's schema versions, oldest first ([]: it has no history)."""
+        return self.rt.topics.schemas.versions(name)
+
+    def schema_by_id(self, schema_id: int) -> dict[str, Any] | None:
+        """The schema version with id `schema_id` (unique over every topic), as `topic_schema` gives it."""
+        found = self.rt.topics.schemas.by_id(schema_id)
+        return found.to_dict() if found is not None else None
 
     def set_topic_config(self, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
         """Merge `config` (`runtime.topics.config`'s keys; null: back to the default) into the topic's."""

@@ -1,6 +1,7 @@
 """Who may do what over REST: three roles, each route's role, and the rule that judges a request.
 
-* `viewer`: reads (connectors, status, offsets, runs, pools, topics, metrics; configs are masked).
+* `viewer`: reads (connectors, status, offsets, runs, pools, topics and their schemas, metrics;
+  configs are masked).
 * `connector`: the viewer's reads, and what a team does with its own connectors: create, update,
   delete, pause, resume, stop, restart, run now, validate.
 * `operator`: everything, and what touches the whole worker or other teams' data: Spark pools and
@@ -84,6 +85,12 @@ ROUTE_ROLES: Mapping[tuple[str, str], Role] = {
     ("PUT", "/topics/{topic}/config"): OP,
     ("DELETE", "/topics/{topic}"): OP,
     ("POST", "/topics/retention"): OP,
+    # the topics' schema histories, as Confluent Schema Registry's subjects (reads only)
+    ("GET", "/subjects"): V,
+    ("GET", "/subjects/{subject}/versions"): V,
+    ("GET", "/subjects/{subject}/versions/{version}"): V,
+    ("GET", "/subjects/{subject}/versions/{version}/schema"): V,
+    ("GET", "/schemas/ids/{schema_id}"): V,
     # RocketMQ Connect's routes (GETs that change state among them)
     ("GET", "/getClusterInfo"): V,
     ("GET", "/connectors/list"): V,

@@ -50,6 +50,7 @@ __all__ = [
     "TaskStatusRow",
     "TopicPartitionRow",
     "TopicRow",
+    "TopicSchemaRow",
     "TopicSegmentRow",
     "UpkeepJobRow",
 ]
@@ -343,6 +344,25 @@ class TopicSegmentRow(Base):
     created_at: Mapped[datetime] = _now()
     # Bytes of its files (migration 0011); NULL for a segment committed before, until the cleaner measures it.
     size_bytes: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class TopicSchemaRow(Base):
+    """One version of a topic's schema (migration 0016): a distinct shape of its records, numbered per
+    topic, with the run whose commit introduced it (`runtime.topics.schema_history`). `id` is unique
+    over every topic (Confluent Schema Registry's schema id). `run_id` has no foreign key: history
+    retention deletes old runs, and the version keeps the number."""
+
+    __tablename__ = "topic_schemas"
+    __table_args__ = (UniqueConstraint("topic", "version"), UniqueConstraint("topic", "fingerprint"))
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    topic: Mapped[str] = mapped_column(Text, ForeignKey(TopicRow.name, ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    fingerprint: Mapped[str] = mapped_column(Text)  # sha256 (hex) of the canonical `schema`
+    schema: Mapped[dict[str, Any]]  # {"columns": [{"name", "type", "nullable"}…], "key": […]}
+    run_id: Mapped[int] = mapped_column(BigInteger)
+    connector: Mapped[str | None] = mapped_column(Text)  # the run's connector, kept after it is deleted
+    created_at: Mapped[datetime] = _now()
 
 
 class ClusterRow(Base):

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.store.models import ClusterRow, TopicPartitionRow, TopicRow, TopicSegmentRow
 from connect_core.runtime.store.readers import SINK_TOPICS
+from connect_core.runtime.topics.schema_history import SchemaHistory
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
 
@@ -74,6 +75,8 @@ class TopicStore:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self.base_path = base_path.rstrip("/")
         self._cluster_id: str | None = None
+        #: each topic's schema history (a run's commit records into it, in its own transaction)
+        self.schemas = SchemaHistory(engine)
 
     def cluster_id(self) -> str:
         """This metadata database's cluster id (made once, by the migration; read once per store)."""
@@ -294,7 +297,7 @@ class TopicStore:
         return TopicUsers(list(readers), list(writers))
 
     def delete_topic(self, topic: str) -> list[Segment]:
-        """Delete `topic`: its rows (partitions, segments, the sinks' offsets in it) in one
+        """Delete `topic`: its rows (partitions, segments, schema history, the sinks' offsets in it) in one
         transaction, then its segments' files; the segments deleted. KeyError if there is none.
         A file whose deletion fails is left as garbage (logged), never a row without its file."""
         from connect_core.runtime.topics.files import delete_file
@@ -305,7 +308,7 @@ class TopicStore:
                 raise KeyError(topic)
             segments = [_segment(r) for r in s.scalars(select(TopicSegmentRow).where(TopicSegmentRow.topic == topic))]
             s.execute(text("DELETE FROM connect.sink_offsets WHERE topic = :t"), {"t": topic})
-            s.delete(row)  # its partitions and segments go with it (ON DELETE CASCADE)
+            s.delete(row)  # its partitions, segments and schema history go with it (ON DELETE CASCADE)
         for segment in segments:
             try:
                 delete_file(segment.path)

@@ -29,6 +29,7 @@ TABLES = {
     "placement_queue",
     "connector_topics",
     "upkeep_jobs",
+    "topic_schemas",
 }
 
 
@@ -51,7 +52,7 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0015"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0016"
         )
     engine.dispose()
 

@@ -1,0 +1,150 @@
+"""A topic's schema: the shape of the records a run committed to it, as its schema history keeps it.
+
+The schema is computed in the driver from the Spark schema of what a run stages (a DataFrame's or
+an `ArrowRecords`' `StructType`: no Spark job), as one canonical JSON document:
+
+    {"columns": [{"name": "id", "type": "bigint", "nullable": false}, ...], "key": ["id"]}
+
+* `columns`: the value columns (`sdk.transforms.is_value_column`: not `__key`, `__headers` …) in
+  their order, each with Spark's `simpleString` of its type (`decimal(12,2)`, `timestamp`,
+  `struct<a:int>` …) and whether it may be null. A struct, array or map column also has `nested`:
+  Spark's JSON of its type (field metadata left out), which keeps what `simpleString` does not say:
+  the nested fields' nullability and names of any spelling.
+* `key`: the names of the key struct's fields (`__key`), or [] when the records have no key; a
+  key that is not a struct (`ExtractField$Key` made one) is `key: []` with `key_type`.
+
+The fingerprint is the sha256 of the document's compact JSON with sorted keys: two runs whose
+records have the same shape have the same fingerprint, whatever order their batches came in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from connect_core.sdk.transforms import KEY_COLUMN, is_value_column
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType, StructType
+
+__all__ = ["SchemaDiff", "TopicSchema", "diff_schemas"]
+
+_COMPLEX = frozenset({"struct", "array", "map"})
+
+
+@dataclass(frozen=True)
+class TopicSchema:
+    """One shape of a topic's records: its canonical JSON document and that document's fingerprint."""
+
+    document: Mapping[str, Any]
+    fingerprint: str
+
+    @classmethod
+    def of(cls, struct: StructType) -> TopicSchema:
+        """The schema of records whose Spark schema is `struct` (a staged segment's, record columns included)."""
+        columns = [_column(f.name, f.dataType, f.nullable) for f in struct.fields if is_value_column(f.name)]
+        document: dict[str, Any] = {"columns": columns, "key": []}
+        key = next((f.dataType for f in struct.fields if f.name == KEY_COLUMN), None)
+        if key is not None and key.typeName() == "struct":
+            document["key"] = [f.name for f in key.fields]  # type: ignore[attr-defined]
+        elif key is not None and key.typeName() not in ("void", "null"):
+            document["key_type"] = key.simpleString()
+        return cls.from_document(document)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> TopicSchema:
+        return cls(document, fingerprint(document))
+
+    @property
+    def columns(self) -> list[dict[str, Any]]:
+        return list(self.document.get("columns", []))
+
+    @property
+    def key(self) -> list[str]:
+        return list(self.document.get("key", []))
+
+
+def fingerprint(document: Mapping[str, Any]) -> str:
+    """sha256 (hex) of `document` as compact JSON with sorted keys."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _column(name: str, kind: DataType, nullable: bool) -> dict[str, Any]:
+    column: dict[str, Any] = {"name": name, "type": kind.simpleString(), "nullable": bool(nullable)}
+    if kind.typeName() in _COMPLEX:
+        column["nested"] = _without_metadata(kind.jsonValue())
+    return column
+
+
+def _without_metadata(value: Any) -> Any:
+    """Spark's JSON of a type without the fields' `metadata` (comments, a JDBC column's original type):
+    two runs of one shape must fingerprint alike."""
+    if isinstance(value, dict):
+        return {k: _without_metadata(v) for k, v in value.items() if k != "metadata"}
+    if isinstance(value, list):
+        return [_without_metadata(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class SchemaDiff:
+    """What changed from one version of a topic's schema to another, column by column."""
+
+    added: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]
+    #: {"name", "from", "to"}: the column's type (simpleString) changed
+    retyped: list[dict[str, Any]]
+    #: {"name", "from", "to"}: whether the column may be null changed
+    nullability: list[dict[str, Any]]
+    #: columns of one type whose nested fields changed in what `simpleString` does not show (nullability)
+    nested: list[str]
+    #: {"from": [...], "to": [...]} when the key columns (or the key's type) changed, else None
+    key: dict[str, Any] | None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.dropped or self.retyped or self.nullability or self.nested or self.key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "dropped": self.dropped,
+            "retyped": self.retyped,
+            "nullability": self.nullability,
+            "nested": self.nested,
+            "key": self.key,
+        }
+
+
+def diff_schemas(old: Mapping[str, Any], new: Mapping[str, Any]) -> SchemaDiff:
+    """The changes from document `old` to document `new` (columns matched by name)."""
+    before = {c["name"]: c for c in old.get("columns", [])}
+    after = {c["name"]: c for c in new.get("columns", [])}
+    retyped, nullability, nested = [], [], []
+    for name, column in after.items():
+        was = before.get(name)
+        if was is None:
+            continue
+        if was["type"] != column["type"]:
+            retyped.append({"name": name, "from": was["type"], "to": column["type"]})
+        elif was.get("nested") != column.get("nested"):
+            nested.append(name)
+        if bool(was["nullable"]) != bool(column["nullable"]):
+            nullability.append({"name": name, "from": bool(was["nullable"]), "to": bool(column["nullable"])})
+    key_before = (list(old.get("key", [])), old.get("key_type"))
+    key_after = (list(new.get("key", [])), new.get("key_type"))
+    key = None
+    if key_before != key_after:
+        key = {"from": key_before[1] or key_before[0], "to": key_after[1] or key_after[0]}
+    return SchemaDiff(
+        added=[c for n, c in after.items() if n not in before],
+        dropped=[c for n, c in before.items() if n not in after],
+        retyped=retyped,
+        nullability=nullability,
+        nested=nested,
+        key=key,
+    )
