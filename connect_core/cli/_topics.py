@@ -14,6 +14,8 @@ from connect_core.cli._app import OutputOpt, app, backend, out, print_json
 if TYPE_CHECKING:
     from connect_core.runtime.topics.schemas import SchemaDiff
 
+_MAX_VERSION = 2**31 - 1  # a schema version is a Postgres integer (and Schema Registry's version id)
+
 topics_app = typer.Typer(
     help="Topics: segments, end offsets, retention, compaction, the sinks reading them.", no_args_is_help=True
 )
@@ -164,7 +166,9 @@ def schema(
     name: str,
     version: Annotated[
         int | None,
-        typer.Option("--version", min=1, help="This version of the topic's schema (default: the latest)."),
+        typer.Option(
+            "--version", min=1, max=_MAX_VERSION, help="This version of the topic's schema (default: the latest)."
+        ),
     ] = None,
     diff: Annotated[
         tuple[int, int] | None,
@@ -180,8 +184,8 @@ def schema(
     topic's schema history, or what changed between two versions (--diff A B)."""
     from connect_core.runtime.topics.schemas import diff_schemas
 
-    if diff is not None and min(diff) < 1:
-        raise typer.BadParameter("versions are numbered from 1", param_hint="--diff")
+    if diff is not None and not all(1 <= v <= _MAX_VERSION for v in diff):
+        raise typer.BadParameter(f"versions are numbered from 1 to {_MAX_VERSION}", param_hint="--diff")
     with backend() as svc:
         if diff is None:
             found = svc.topic_schema(name, version)
@@ -197,16 +201,16 @@ def schema(
     if output == "json":
         print_json({"topic": name, "from": old["version"], "to": new["version"], **changes.to_dict()})
         return
-    out.print(f"{escape(name)}: version {old['version']} → {new['version']}", highlight=False)
+    out.print(f"{_shown(name)}: version {old['version']} → {new['version']}", highlight=False)
     for line in _diff_lines(changes):
-        out.print(f"  {escape(line)}", highlight=False)
+        out.print(f"  {_shown(line)}", highlight=False)
 
 
 def _print_schema(found: dict[str, Any]) -> None:
     by = f" of `{found['connector']}`" if found.get("connector") else ""
     out.print(
-        f"{escape(found['topic'])}: version {found['version']} (id {found['id']}), introduced by run "
-        f"{found['run_id']}{escape(by)} at {found['created_at']}",
+        f"{_shown(found['topic'])}: version {found['version']} (id {found['id']}), introduced by run "
+        f"{found['run_id']}{_shown(by)} at {_shown(str(found['created_at']))}",
         highlight=False,
         soft_wrap=True,
     )
@@ -216,17 +220,25 @@ def _print_schema(found: dict[str, Any]) -> None:
     for i, column in enumerate(schema.get("columns", []), start=1):
         table.add_row(
             str(i),
-            escape(column["name"]),
-            escape(column["type"]),
+            _shown(column["name"]),
+            _shown(column["type"]),
             "yes" if column["nullable"] else "no",
             "key" if column["name"] in key else "",
         )
     out.print(table)
     missing = [k for k in schema.get("key", []) if k not in {c["name"] for c in schema.get("columns", [])}]
     if schema.get("key_type"):
-        out.print(f"key: {escape(schema['key_type'])} (not a struct of columns)", highlight=False)
+        out.print(f"key: {_shown(schema['key_type'])} (not a struct of columns)", highlight=False)
     elif missing:
-        out.print(f"key columns not in the value: {escape(', '.join(missing))}", highlight=False)
+        out.print(f"key columns not in the value: {_shown(', '.join(missing))}", highlight=False)
+
+
+def _shown(text: str) -> str:
+    """A name or type from the records (a source table's, a JSON document's) as literal text on one
+    line: no rich markup, and a control character (an ESC would drive the terminal) escaped."""
+    from connect_core.runtime.security.limits import one_line
+
+    return escape(one_line(text))
 
 
 def _nullable(flag: bool) -> str:

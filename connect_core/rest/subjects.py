@@ -15,8 +15,13 @@ errors have Schema Registry's shapes, so its clients read them unchanged:
 and connector that introduced the version, when, its fingerprint and its canonical schema
 (`connect.schema`: Spark's types, the key columns), which the CLI reads over REST. Errors:
 404 with `error_code` 40401 (no such subject), 40402 (no such version), 40403 (no such schema id),
-422 with 42202 (not a version id). Registering, deleting and compatibility are not served: the
-history is written by the runs' commits only.
+422 with 42202 (not a version id).
+
+The history is written by the runs' commits only, so the registry is what Schema Registry calls
+READONLY with compatibility NONE (every new shape is a version), and answers its clients' other
+calls as such: a lookup (`POST /subjects/{subject}`) finds the version whose Avro schema is the one
+given (40403 when none is), a compatibility test passes, `GET /mode` and `GET /config` say READONLY
+and NONE, and every write (register, delete, a config or mode change) is 422 with 42205, read-only.
 """
 
 from __future__ import annotations
@@ -24,14 +29,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import JSONResponse, Response
 
 from connect_core.rest.deps import service
 from connect_core.rest.errors import storable_params
 from connect_core.rest.service import ConnectService
 from connect_core.runtime.security import mask_text
-from connect_core.runtime.topics.avro import avro_text
+from connect_core.runtime.topics.avro import avro_schema, avro_text
 from connect_core.runtime.topics.store import check_topic_name
 from connect_core.sdk.errors import ConfigError, NotFoundError
 
@@ -120,16 +125,16 @@ def registry_body(found: dict[str, Any]) -> dict[str, Any]:
 
 def from_registry_body(body: dict[str, Any]) -> dict[str, Any]:
     """`registry_body`'s inverse: the schema version as `Management.topic_schema` gives it."""
-    properties = (body.get("metadata") or {}).get("properties") or {}
+    meta = (body.get("metadata") or {}).get("properties") or {}
     return {
         "topic": str(body["subject"]).removesuffix(SUBJECT_SUFFIX),
         "version": body["version"],
         "id": body["id"],
-        "fingerprint": properties.get("connect.fingerprint"),
-        "run_id": int(properties["connect.run.id"]) if "connect.run.id" in properties else None,
-        "connector": properties.get("connect.connector"),
-        "created_at": properties.get("connect.created.at"),
-        "schema": json.loads(properties["connect.schema"]) if "connect.schema" in properties else {},
+        "fingerprint": meta.get("connect.fingerprint"),
+        "run_id": int(meta["connect.run.id"]) if "connect.run.id" in meta else None,
+        "connector": meta.get("connect.connector"),
+        "created_at": meta.get("connect.created.at"),
+        "schema": json.loads(meta["connect.schema"]) if "connect.schema" in meta else {},
     }
 
 
@@ -141,6 +146,9 @@ def _page(items: list[Any], offset: int, limit: int) -> list[Any]:
 
 Offset = Annotated[int, Query(ge=0)]
 Limit = Annotated[int, Query(ge=-1)]
+#: Schema Registry's name of the flag; its Python client sends `deleted_only`. No history is ever
+#: soft-deleted, so either asks for nothing.
+DeletedOnly = Annotated[bool, Query(alias="deletedOnly")]
 
 
 @router.get("/subjects", summary="Schema Registry: the subjects (`<topic>-value` of each topic with a schema history)")
@@ -149,10 +157,11 @@ def list_subjects(
     subject_prefix: Annotated[str, Query(alias="subjectPrefix", max_length=300)] = "",
     deleted: bool = False,
     deleted_only: bool = False,
+    deleted_only_camel: DeletedOnly = False,
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
-    if deleted_only:  # a history is never soft-deleted: it goes with its topic
+    if deleted_only or deleted_only_camel:  # a history is never soft-deleted: it goes with its topic
         return _json([])
     subjects = [subject_of(t) for t in svc.schema_topics()]
     return _json(_page([s for s in subjects if s.startswith(subject_prefix)], offset, limit))
@@ -160,13 +169,19 @@ def list_subjects(
 
 @router.get("/subjects/{subject}/versions", summary="Schema Registry: a subject's versions")
 def list_versions(
-    svc: Svc, subject: str, deleted: bool = False, deleted_only: bool = False, offset: Offset = 0, limit: Limit = -1
+    svc: Svc,
+    subject: str,
+    deleted: bool = False,
+    deleted_only: bool = False,
+    deleted_only_camel: DeletedOnly = False,
+    offset: Offset = 0,
+    limit: Limit = -1,
 ) -> Response:
     topic = _topic_of(subject)
     versions = svc.schema_versions(topic) if topic is not None else []
     if not versions:
         return _no_subject(subject)
-    return _json([] if deleted_only else _page(versions, offset, limit))
+    return _json([] if deleted_only or deleted_only_camel else _page(versions, offset, limit))
 
 
 def _version(svc: ConnectService, subject: str, version: str) -> dict[str, Any] | JSONResponse:
@@ -207,3 +222,135 @@ def get_schema_by_id(svc: Svc, schema_id: str, subject: str | None = None) -> Re
         return _error(404, 40403, f"Schema {_shown(schema_id)} not found.")
     body = registry_body(found)
     return _json({"schema": body["schema"], "metadata": body["metadata"]})
+
+
+# -- What a read-only registry with compatibility NONE answers to the clients' other calls --------
+
+_READ_ONLY_WHY = (
+    "a topic's schema versions are made by the commits of the runs that write to it; registering, "
+    "deleting and changing the configuration or mode are not served"
+)
+
+
+def _subject_topic(svc: ConnectService, subject: str) -> str | JSONResponse:
+    """The topic of `subject` when it has a history, else Schema Registry's 40401."""
+    topic = _topic_of(subject)
+    if topic is None or not svc.schema_versions(topic):
+        return _no_subject(subject)
+    return topic
+
+
+def _posted_avro(body: dict[str, Any]) -> Any:
+    """The Avro schema of a lookup's or compatibility test's body, parsed; Schema Registry's 42201
+    when it is no JSON text (a schema of another type parses as whatever it is, and matches nothing)."""
+    text = body.get("schema")
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+    return _error(422, 42201, "Invalid schema: `schema` must be the schema's JSON text.")
+
+
+Posted = Annotated[dict[str, Any], Body()]
+
+
+@router.post("/subjects/{subject}", summary="Schema Registry: the version of a subject whose schema is the one given")
+def lookup_schema(svc: Svc, subject: str, body: Posted, deleted: bool = False, normalize: bool = False) -> Response:
+    topic = _subject_topic(svc, subject)
+    if isinstance(topic, JSONResponse):
+        return topic
+    given = _posted_avro(body)
+    if isinstance(given, JSONResponse):
+        return given
+    if body.get("schemaType", "AVRO") == "AVRO":
+        for version in reversed(svc.schema_versions(topic)):  # one at a time: a history can be long
+            found = svc.topic_schema(topic, version)
+            if avro_schema(topic, found["schema"]) == given:
+                return _json(registry_body(found))
+    return _error(404, 40403, "Schema not found")
+
+
+@router.post(
+    "/compatibility/subjects/{subject}/versions/{version}",
+    summary="Schema Registry: whether a schema is compatible with a version (compatibility NONE: it is)",
+)
+def test_compatibility(svc: Svc, subject: str, version: str, body: Posted, verbose: bool = False) -> Response:
+    found = _version(svc, subject, version)
+    if isinstance(found, JSONResponse):
+        return found
+    return _compatible(body, verbose)
+
+
+@router.post(
+    "/compatibility/subjects/{subject}/versions",
+    summary="Schema Registry: whether a schema is compatible with every version (compatibility NONE: it is)",
+)
+def test_compatibility_all(svc: Svc, subject: str, body: Posted, verbose: bool = False) -> Response:
+    topic = _subject_topic(svc, subject)
+    return topic if isinstance(topic, JSONResponse) else _compatible(body, verbose)
+
+
+def _compatible(body: dict[str, Any], verbose: bool) -> Response:
+    given = _posted_avro(body)
+    if isinstance(given, JSONResponse):
+        return given
+    return _json({"is_compatible": True, "messages": []} if verbose else {"is_compatible": True})
+
+
+@router.get("/config", summary="Schema Registry: the compatibility level (NONE: every new shape is a version)")
+def get_config() -> Response:
+    return _json({"compatibilityLevel": "NONE"})
+
+
+@router.get("/config/{subject}", summary="Schema Registry: a subject's compatibility level (NONE)")
+def get_subject_config(svc: Svc, subject: str) -> Response:
+    topic = _subject_topic(svc, subject)
+    return topic if isinstance(topic, JSONResponse) else get_config()
+
+
+@router.get("/mode", summary="Schema Registry: the mode (READONLY: the runs' commits write the history)")
+def get_mode() -> Response:
+    return _json({"mode": "READONLY"})
+
+
+@router.get("/mode/{subject}", summary="Schema Registry: a subject's mode (READONLY)")
+def get_subject_mode(svc: Svc, subject: str) -> Response:
+    topic = _subject_topic(svc, subject)
+    return topic if isinstance(topic, JSONResponse) else get_mode()
+
+
+def _read_only(subject: str | None = None) -> JSONResponse:
+    what = f"Subject '{_shown(subject)}'" if subject is not None else "The schema registry"
+    return _error(422, 42205, f"{what} is in read-only mode: {_READ_ONLY_WHY}.")
+
+
+@router.post("/subjects/{subject}/versions", summary="Schema Registry's register: refused (read-only)")
+def register_schema(subject: str) -> Response:
+    return _read_only(subject)
+
+
+@router.delete("/subjects/{subject}", summary="Schema Registry's subject deletion: refused (read-only)")
+def delete_subject(subject: str) -> Response:
+    return _read_only(subject)
+
+
+@router.delete("/subjects/{subject}/versions/{version}", summary="Schema Registry's version deletion: refused")
+def delete_version(subject: str, version: str) -> Response:
+    return _read_only(subject)
+
+
+@router.put("/config", summary="Schema Registry's compatibility change: refused (read-only)")
+@router.delete("/config", summary="Schema Registry's compatibility reset: refused (read-only)")
+@router.put("/mode", summary="Schema Registry's mode change: refused (read-only)")
+@router.delete("/mode", summary="Schema Registry's mode reset: refused (read-only)")
+def change_global() -> Response:
+    return _read_only()
+
+
+@router.put("/config/{subject}", summary="Schema Registry's subject compatibility change: refused (read-only)")
+@router.delete("/config/{subject}", summary="Schema Registry's subject compatibility reset: refused (read-only)")
+@router.put("/mode/{subject}", summary="Schema Registry's subject mode change: refused (read-only)")
+@router.delete("/mode/{subject}", summary="Schema Registry's subject mode reset: refused (read-only)")
+def change_subject(subject: str) -> Response:
+    return _read_only(subject)

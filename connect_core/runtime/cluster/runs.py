@@ -189,9 +189,8 @@ class RunStore:
                 )
                 for seg in sorted(request.segments, key=lambda seg: (seg.topic, seg.partition))
             ]
-            # after every partition lock, topics in order: the per-topic locks of new versions never deadlock
-            for topic, schema in _schemas(request.segments):
-                self._topics.schemas.record(s, topic, schema, lease.run_id, lease.connector)
+            # after every partition lock: the per-topic locks of new versions (taken in one order) never deadlock
+            self._topics.schemas.record(s, _schemas(request.segments), lease.run_id, lease.connector)
             self._connectors.upsert_positions(s, lease.connector, request.positions)
             self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
             used = [seg.topic for seg in request.segments] + [tp.topic for tp in request.offsets]

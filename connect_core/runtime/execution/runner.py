@@ -50,8 +50,10 @@ from connect_core.sdk.testing import faults as _faults
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
     from connect_core.runtime.context import Runtime
+    from connect_core.runtime.topics.schemas import TopicSchema
 
 __all__ = ["RunResult", "TaskRunner", "error_kind"]
 
@@ -268,8 +270,6 @@ class TaskRunner:
     ) -> list[StagedSegment]:
         """Write a source batch's records, transformed, as segments of the topics they go to; the
         records a transform set aside go to the run's dead letters."""
-        from connect_core.runtime.topics.schemas import TopicSchema
-
         segments = []
         config = self._config(lease)
         partition_count = config.topic_partitions if isinstance(config, SourceConnectorConfig) else 1
@@ -290,9 +290,7 @@ class TaskRunner:
                     if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
                         delete_path(spark, path)
                         continue
-                    # the shape the topic's schema history records with the commit (the driver's, no job)
-                    shape = TopicSchema.of(out.schema)
-                    segments.append(StagedSegment(out_topic, partition, rows, path, shape))
+                    segments.append(StagedSegment(out_topic, partition, rows, path, _shape(out_topic, out.schema)))
                     result.rows += rows
                     result.segments += 1
             finally:
@@ -496,6 +494,18 @@ def error_kind(exc: BaseException) -> str:
     if isinstance(exc, RetriableError):
         return "retriable"
     return "unexpected"
+
+
+def _shape(topic: str, struct: StructType) -> TopicSchema | None:
+    """The shape the topic's schema history records with the commit (from the driver's schema: no
+    job), or None for one nested too deeply to record: the data goes on, its shape is not kept."""
+    from connect_core.runtime.topics.schemas import TooDeeplyNestedError, TopicSchema
+
+    try:
+        return TopicSchema.of(struct)
+    except TooDeeplyNestedError as exc:
+        log.warning("topic `%s`: %s; this shape is not recorded in its schema history", topic, exc)
+        return None
 
 
 def _dedupe(positions: list[SourcePosition]) -> list[SourcePosition]:

@@ -26,8 +26,11 @@ class Topics(Room):
     def topic_schema(self, name: str, version: int | None = None) -> dict[str, Any]:
         """Version `version` of the topic's schema (None: the latest): `{"topic", "version", "id",
         "fingerprint", "run_id", "connector", "created_at", "schema"}`, `schema` the canonical
-        document (`runtime.topics.schemas`)."""
-        found = self.rt.topics.schemas.version(name, version)
+        document (`runtime.topics.schemas`). ConfigError for a name no topic can have (a NUL, a `/`),
+        as over REST."""
+        from connect_core.runtime.topics.store import check_topic_name
+
+        found = self.rt.topics.schemas.version(check_topic_name(name), version)
         if found is None:
             versions = self.rt.topics.schemas.versions(name)
             if not versions:

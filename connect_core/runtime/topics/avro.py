@@ -13,7 +13,7 @@ A record named after the topic (namespace `connect`), its value columns as field
 | array<T> | array of T |
 | map<string,V> | map of V |
 | map<K,V>, K not string | array of records {key: K, value: V} (Avro maps have string keys) |
-| struct<…> | a nested record, named `<record>_<field>` (unique in the schema) |
+| struct<…> | a nested record, named `<record>_<field>` (cut to 100 characters, unique in the schema) |
 | void | null |
 | char(n), varchar(n), collated strings, intervals, others | string, int or long with `connect.spark.type` |
 
@@ -52,6 +52,9 @@ _PRIMITIVES: Mapping[str, Any] = {
     "void": "null",
 }
 _DECIMAL = re.compile(r"decimal\((\d{1,3}),(-?\d{1,3})\)")
+#: Characters of a nested record's name: each is its parent's name and a field's, so uncut they would
+#: grow with the depth, and the schema with its square (long field names, many levels).
+_RECORD_NAME_CHARS = 100
 
 
 def avro_name(text: str) -> str:
@@ -121,7 +124,7 @@ def _type(kind: Any, path: str, names: _Names) -> Any:
     if isinstance(kind, dict):
         shape = kind.get("type")
         if shape == "struct":
-            name = names.unique(avro_name(path))
+            name = names.unique(avro_name(path)[:_RECORD_NAME_CHARS])
             inner = [(f["name"], f["type"], bool(f.get("nullable", True))) for f in kind.get("fields", [])]
             return {"type": "record", "name": name, "fields": _fields(inner, name, names)}
         if shape == "array":
@@ -133,7 +136,7 @@ def _type(kind: Any, path: str, names: _Names) -> Any:
             )
             if kind["keyType"] == "string":
                 return {"type": "map", "values": values}
-            entry = names.unique(avro_name(f"{path}_entry"))
+            entry = names.unique(avro_name(f"{path}_entry")[:_RECORD_NAME_CHARS])
             key = _type(kind["keyType"], f"{path}_key", names)
             fields = [{"name": "key", "type": key}, {"name": "value", "type": values}]
             if isinstance(values, list):

@@ -13,6 +13,7 @@ one indexed read. The rows go with their topic (ON DELETE CASCADE).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,7 +27,8 @@ from connect_core.runtime.topics.schemas import TopicSchema
 __all__ = ["SchemaHistory", "SchemaVersion"]
 
 #: The first key of the two-key advisory lock of a topic's new versions (`schema` in ASCII, cut to
-#: 32 bits); the second is the topic name's hash. Another topic with the same hash only waits.
+#: 32 bits); the second is the topic name's hash (`hashtext`). Another topic with the same hash only
+#: waits: the keys are taken in their order (`SchemaHistory.record`), so that never deadlocks.
 _LOCK_CLASS = 0x73636865
 
 
@@ -59,27 +61,41 @@ class SchemaHistory:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     @staticmethod
-    def record(s: Session, topic: str, schema: TopicSchema, run_id: int, connector: str | None) -> int | None:
-        """Make `schema` a version of `topic` unless it is one already; part of the caller's commit.
-        The new version's number, or None when the topic had the schema before."""
-        if _known(s, topic, schema.fingerprint):
-            return None
-        s.execute(text("SELECT pg_advisory_xact_lock(:c, hashtext(:t))"), {"c": _LOCK_CLASS, "t": topic})
-        if _known(s, topic, schema.fingerprint):  # made by a commit we waited for
-            return None
-        latest = s.scalar(select(func.max(TopicSchemaRow.version)).where(TopicSchemaRow.topic == topic)) or 0
-        s.add(
-            TopicSchemaRow(
-                topic=topic,
-                version=latest + 1,
-                fingerprint=schema.fingerprint,
-                schema=dict(schema.document),
-                run_id=run_id,
-                connector=connector,
+    def record(
+        s: Session, shapes: Sequence[tuple[str, TopicSchema]], run_id: int, connector: str | None
+    ) -> list[tuple[str, int]]:
+        """Make each `(topic, schema)` of a commit a version of its topic unless it is one already;
+        part of the caller's commit. The new versions, as (topic, number)."""
+        new = [(topic, schema) for topic, schema in shapes if not _known(s, topic, schema.fingerprint)]
+        if not new:
+            return []
+        # The locks of every topic with a new shape, in the order of their keys, not of the topics'
+        # names: two topics whose names hash alike share a key, and two commits taking them by name
+        # (a < b < c, a's key = c's) would each hold the lock the other waits for.
+        keys = s.scalars(
+            text("SELECT DISTINCT hashtext(t) AS k FROM unnest(CAST(:topics AS text[])) AS t ORDER BY k"),
+            {"topics": sorted({topic for topic, _ in new})},
+        ).all()
+        for key in keys:
+            s.execute(text("SELECT pg_advisory_xact_lock(:c, :k)"), {"c": _LOCK_CLASS, "k": key})
+        made = []
+        for topic, schema in new:
+            if _known(s, topic, schema.fingerprint):  # made by a commit we waited for
+                continue
+            latest = s.scalar(select(func.max(TopicSchemaRow.version)).where(TopicSchemaRow.topic == topic)) or 0
+            s.add(
+                TopicSchemaRow(
+                    topic=topic,
+                    version=latest + 1,
+                    fingerprint=schema.fingerprint,
+                    schema=dict(schema.document),
+                    run_id=run_id,
+                    connector=connector,
+                )
             )
-        )
-        s.flush()
-        return latest + 1
+            s.flush()
+            made.append((topic, latest + 1))
+        return made
 
     def topics(self) -> list[str]:
         """The topics that have a schema history, by name."""

@@ -15,24 +15,41 @@ an `ArrowRecords`' `StructType`: no Spark job), as one canonical JSON document:
 
 The fingerprint is the sha256 of the document's compact JSON with sorted keys: two runs whose
 records have the same shape have the same fingerprint, whatever order their batches came in.
+
+Limits, so that recording a shape never fails a run whose data Spark wrote: a name's characters
+that Postgres cannot store (NUL, an unpaired surrogate) are kept as U+FFFD, and a shape nested
+deeper than `MAX_NESTING` levels is not a schema (`TooDeeplyNestedError`): every walk of the
+document (the fingerprint, Avro, Postgres' JSON) stays far from Python's recursion limit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from connect_core.runtime.security.limits import one_line
 from connect_core.sdk.transforms import KEY_COLUMN, is_value_column
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
-__all__ = ["SchemaDiff", "TopicSchema", "diff_schemas"]
+__all__ = ["MAX_NESTING", "SchemaDiff", "TooDeeplyNestedError", "TopicSchema", "diff_schemas"]
 
 _COMPLEX = frozenset({"struct", "array", "map"})
+#: Levels of struct, array and map a column's type may have in a recorded schema. Spark's own schema
+#: parsing gives up near 240; each level costs the recursive walks here (metadata, Avro, JSON) 2-4
+#: frames, so 64 keeps every one of them under a few hundred.
+MAX_NESTING = 64
+#: What Postgres' JSON cannot hold: NUL, and a surrogate not paired (neither is UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+class TooDeeplyNestedError(ValueError):
+    """A column's type is nested deeper than `MAX_NESTING` levels: its shape is not recorded."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +61,10 @@ class TopicSchema:
 
     @classmethod
     def of(cls, struct: StructType) -> TopicSchema:
-        """The schema of records whose Spark schema is `struct` (a staged segment's, record columns included)."""
+        """The schema of records whose Spark schema is `struct` (a staged segment's, record columns included).
+        TooDeeplyNestedError when a column's type nests deeper than `MAX_NESTING` levels."""
+        for f in struct.fields:
+            _check_nesting(f.name, f.dataType)
         columns = [_column(f.name, f.dataType, f.nullable) for f in struct.fields if is_value_column(f.name)]
         document: dict[str, Any] = {"columns": columns, "key": []}
         key = next((f.dataType for f in struct.fields if f.name == KEY_COLUMN), None)
@@ -52,7 +72,7 @@ class TopicSchema:
             document["key"] = [f.name for f in key.fields]  # type: ignore[attr-defined]
         elif key is not None and key.typeName() not in ("void", "null"):
             document["key_type"] = key.simpleString()
-        return cls.from_document(document)
+        return cls.from_document(_storable(document))
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> TopicSchema:
@@ -71,6 +91,40 @@ def fingerprint(document: Mapping[str, Any]) -> str:
     """sha256 (hex) of `document` as compact JSON with sorted keys."""
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_nesting(column: str, kind: DataType) -> None:
+    """TooDeeplyNestedError if `kind` has more than `MAX_NESTING` levels of struct, array and map
+    (walked with a stack: a type of any depth is measured)."""
+    stack = [(kind, 0)]
+    while stack:
+        current, depth = stack.pop()
+        name = current.typeName()
+        if name not in _COMPLEX:
+            continue
+        if depth >= MAX_NESTING:
+            shown = one_line(column if len(column) <= 80 else column[:80] + "…")  # it goes to the log
+            raise TooDeeplyNestedError(
+                f"column `{shown}` nests structs, arrays and maps deeper than {MAX_NESTING} levels"
+            )
+        if name == "struct":
+            stack.extend((f.dataType, depth + 1) for f in current.fields)  # type: ignore[attr-defined]
+        elif name == "array":
+            stack.append((current.elementType, depth + 1))  # type: ignore[attr-defined]
+        else:
+            stack += [(current.keyType, depth + 1), (current.valueType, depth + 1)]  # type: ignore[attr-defined]
+
+
+def _storable(value: Any) -> Any:
+    """`value` with each string's NUL and unpaired surrogates as U+FFFD: Postgres' JSON (and UTF-8)
+    cannot hold them, and a commit must not fail on a column's name."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
 
 
 def _column(name: str, kind: DataType, nullable: bool) -> dict[str, Any]:

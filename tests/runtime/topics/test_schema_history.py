@@ -10,11 +10,15 @@ from typing import Any
 
 import psycopg2
 import pytest
+from pyspark.sql.types import DataType, IntegerType, StringType, StructField, StructType
+from sqlalchemy import text
+from sqlalchemy.orm import sessionmaker
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution import runner as runner_module
 from connect_core.runtime.execution.runner import TaskRunner
-from connect_core.runtime.topics.schema_history import _LOCK_CLASS
-from connect_core.runtime.topics.schemas import diff_schemas
+from connect_core.runtime.topics.schema_history import _LOCK_CLASS, SchemaHistory
+from connect_core.runtime.topics.schemas import MAX_NESTING, TopicSchema, diff_schemas
 from connect_core.sdk.testing import faults
 from tests.connectors.jdbc_helpers import Database, postgres, synced  # noqa: F401  (fixtures)
 
@@ -172,3 +176,98 @@ def _lock_waiters(conn: Any) -> int:
             (_LOCK_CLASS,),
         )
         return int(cur.fetchone()[0])
+
+
+def _shape(*columns: str) -> TopicSchema:
+    return TopicSchema.of(StructType([StructField(c, StringType()) for c in columns]))
+
+
+def _record(runtime: Runtime, shapes: list[tuple[str, TopicSchema]], run_id: int = 1) -> list[tuple[str, int]]:
+    """What a commit does with its segments' shapes, in a transaction of its own."""
+    for topic, _ in shapes:
+        runtime.topics.ensure_topic(topic)
+    with sessionmaker(runtime.engine).begin() as s:
+        return SchemaHistory.record(s, shapes, run_id, "src")
+
+
+def test_a_name_postgres_cannot_hold_is_recorded(runtime: Runtime) -> None:
+    """A NUL in a column's name made the commit fail (`unsupported Unicode escape sequence`), on
+    every retry: the connector was stuck on data Spark had written."""
+    assert _record(runtime, [("t", _shape("a\x00b", "c\ud800"))]) == [("t", 1)]
+    found = runtime.topics.schemas.version("t")
+    assert found is not None and [c["name"] for c in found.schema.columns] == ["a\ufffdb", "c\ufffd"]
+    assert _record(runtime, [("t", _shape("a\x00b", "c\ud800"))]) == []  # the same shape: no new version
+
+
+def test_a_shape_nested_too_deeply_is_not_recorded_and_the_run_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    kind: DataType = IntegerType()
+    for _ in range(MAX_NESTING + 1):
+        kind = StructType([StructField("f", kind)])
+    assert runner_module._shape("deep", StructType([StructField("c", kind)])) is None
+    assert "topic `deep`: column `c` nests" in caplog.text and "not recorded" in caplog.text
+    assert runner_module._shape("flat", StructType([StructField("c", IntegerType())])) is not None
+
+
+def test_two_new_shapes_committed_at_once_are_versions_1_and_2(runtime: Runtime) -> None:
+    runtime.topics.ensure_topic("t")
+    sessions = sessionmaker(runtime.engine)
+    first = sessions()
+    first.begin()
+    assert SchemaHistory.record(first, [("t", _shape("a"))], 1, "src") == [("t", 1)]
+    made: list[Any] = []
+    other = threading.Thread(target=lambda: made.append(_record(runtime, [("t", _shape("b"))], 2)))
+    other.start()
+    time.sleep(0.5)
+    assert made == []  # waits for the first commit's lock
+    first.commit()
+    first.close()
+    other.join(timeout=30)
+    assert made == [[("t", 2)]] and runtime.topics.schemas.versions("t") == [1, 2]
+
+
+def test_new_shapes_in_topics_whose_names_hash_alike_never_deadlock(runtime: Runtime, database_url: str) -> None:
+    """The lock of a topic's new versions is keyed by its name's hash. Commits took them by topic
+    name: with p < r < q and hash(p) = hash(q), one commit (p, r) held p's key and waited for r's,
+    the other (r, q) held r's and waited for q's, which is p's: Postgres killed one (deadlock)."""
+    with runtime.engine.connect() as conn:
+        p, q = conn.execute(
+            text(
+                "SELECT min(n), max(n) FROM (SELECT 't' || g AS n FROM generate_series(1, 200000) AS g) AS x "
+                "GROUP BY hashtext(n) HAVING count(*) > 1 ORDER BY 1 LIMIT 1"
+            )
+        ).one()
+    r = p + "-"  # p < r < q
+    for topic in (p, q, r):
+        runtime.topics.ensure_topic(topic)
+    holder = psycopg2.connect(database_url.replace("postgresql+psycopg2://", "postgresql://"))
+    holder.autocommit = True
+    results: dict[str, Any] = {}
+
+    def commit(name: str, shapes: list[tuple[str, TopicSchema]]) -> None:
+        try:
+            results[name] = _record(runtime, shapes)
+        except Exception as exc:  # the deadlock's loser
+            results[name] = exc
+
+    # r's key held, so that the second commit queues behind the first for it, as a busy cluster would
+    with holder.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_LOCK_CLASS, r))
+    threads = [
+        threading.Thread(target=commit, args=("rq", [(r, _shape("b")), (q, _shape("b"))])),
+        threading.Thread(target=commit, args=("pr", [(p, _shape("a")), (r, _shape("a"))])),
+    ]
+    try:
+        for waiting, thread in enumerate(threads, start=1):
+            thread.start()
+            deadline = time.monotonic() + 30
+            while _lock_waiters(holder) < waiting:
+                assert time.monotonic() < deadline, results
+                time.sleep(0.05)
+    finally:
+        with holder.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_LOCK_CLASS, r))
+        for thread in threads:
+            thread.join(timeout=30)
+        holder.close()
+    assert sorted(results["rq"]) == sorted([(r, 1), (q, 1)]), results
+    assert sorted(results["pr"]) == sorted([(p, 1), (r, 2)]), results

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import fastavro
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import (
@@ -33,7 +34,7 @@ from pyspark.sql.types import (
 )
 
 from connect_core.runtime.topics.avro import avro_name, avro_schema, avro_text
-from connect_core.runtime.topics.schemas import TopicSchema, diff_schemas
+from connect_core.runtime.topics.schemas import MAX_NESTING, TooDeeplyNestedError, TopicSchema, diff_schemas
 
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", StringType())]))
 
@@ -249,3 +250,59 @@ def test_any_shape_makes_an_avro_schema_that_parses(fields: list[tuple[str, Data
     )
     document = TopicSchema.of(struct).document
     fastavro.parse_schema(json.loads(avro_text("topic-1", document)))
+
+
+def _nested(depth: int, name: str = "f") -> StructType:
+    """A column `c` of `depth` structs, one in the other (built in a loop: no recursion here)."""
+    kind: DataType = IntegerType()
+    for _ in range(depth):
+        kind = StructType([StructField(name, kind)])
+    return StructType([StructField("c", kind)])
+
+
+def test_names_postgres_cannot_hold_become_replacement_characters() -> None:
+    """A NUL or an unpaired surrogate in a column's name (a JSON document's key, a SQL alias) would
+    fail the run's commit (Postgres' JSON holds neither): they are kept as U+FFFD."""
+    struct = _struct(
+        StructField("a\x00b", StringType()),
+        StructField("c\ud800", StructType([StructField("d\x00", IntegerType())])),
+        key=["k\x00"],
+    )
+    schema = TopicSchema.of(struct)
+    text = json.dumps(schema.document, ensure_ascii=False)
+    assert "\x00" not in text and "\\u0000" not in text
+    text.encode()  # no unpaired surrogate left
+    assert [c["name"] for c in schema.columns] == ["a\ufffdb", "c\ufffd"]
+    assert schema.columns[1]["type"] == "struct<d\ufffd:int>" and schema.key == ["k\ufffd"]
+    fastavro.parse_schema(json.loads(avro_text("t", schema.document)))
+
+
+def test_a_shape_nested_past_the_limit_is_refused_whatever_its_depth() -> None:
+    """Spark reads a schema ~240 levels deep; the walks of a recorded one (metadata, Avro, JSON)
+    recurse, so past `MAX_NESTING` levels the shape is refused with its own error, never a
+    RecursionError (which failed the run at ~170 levels), however deep it is."""
+    deepest = TopicSchema.of(_nested(MAX_NESTING))
+    fastavro.parse_schema(json.loads(avro_text("t", deepest.document)))
+    for depth in (MAX_NESTING + 1, 300, 5_000):
+        with pytest.raises(TooDeeplyNestedError, match=r"column `c` nests .* deeper than 64 levels"):
+            TopicSchema.of(_nested(depth))
+    arrays: DataType = IntegerType()
+    for _ in range(MAX_NESTING + 1):
+        arrays = ArrayType(MapType(StringType(), arrays))
+    with pytest.raises(TooDeeplyNestedError):
+        TopicSchema.of(StructType([StructField("m", arrays)]))
+
+
+def test_nested_record_names_stay_short_however_long_the_fields() -> None:
+    """A nested record is named after its parent and its field: uncut, 60 levels of 500-character
+    field names made a 900 KB schema (the names grow with the depth)."""
+    document = TopicSchema.of(_nested(60, "x" * 500)).document
+    text = avro_text("t", document)
+    assert len(text) < 100_000
+    schema = json.loads(text)
+    fastavro.parse_schema(schema)
+    names, record = [], schema["fields"][0]["type"][1]
+    while isinstance(record, dict):
+        names.append(record["name"])
+        record = record["fields"][0]["type"][1] if isinstance(record["fields"][0]["type"], list) else None
+    assert len(names) == 60 and len(set(names)) == 60 and max(map(len, names)) <= 110
