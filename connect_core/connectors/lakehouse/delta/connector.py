@@ -95,13 +95,7 @@ class DeltaSinkTask(SinkTask):
         held = self._held(where, table, topic, partitions)
         values = _changes.value_rows(_spread.empty(records))
         if table is None:
-            if not self.cfg.auto_create:
-                raise ConfigError(
-                    f"Delta table `{where.uri}` does not exist: create it, or set "
-                    "`delta.tables.auto-create-enabled=true`"
-                )
-            _schema.delta_types(values.schema)  # a column Delta cannot hold: a clear error first
-            partition_by = _schema.check_partitions(self.cfg, values.schema, where.uri)
+            partition_by = self._new_table(where, values.schema)
             target = values.schema
         else:
             target = _schema.conform(table, values, self.cfg, where.uri).schema
@@ -148,14 +142,8 @@ class DeltaSinkTask(SinkTask):
             values = _changes.value_rows(fresh)
         before = _write.live_files(table)
         if table is None:
-            if not self.cfg.auto_create:
-                raise ConfigError(
-                    f"Delta table `{where.uri}` does not exist: create it, or set "
-                    "`delta.tables.auto-create-enabled=true`"
-                )
-            _schema.delta_types(values.schema)  # a column Delta cannot hold: a clear error first
             # a new table has no rows to delete: its first commit creates it with the rows and offsets
-            _write.append(where, None, values, txns, _schema.check_partitions(self.cfg, values.schema, where.uri))
+            _write.append(where, None, values, txns, self._new_table(where, values.schema))
         else:
             values = _schema.conform(table, values, self.cfg, where.uri)
             if keys is not None:
@@ -173,6 +161,16 @@ class DeltaSinkTask(SinkTask):
             self.held[(where.uri, topic)],
         )
         return values.num_rows, deleted
+
+    def _new_table(self, where: Location, columns: pa.Schema) -> list[str]:
+        """The partition columns of the table `where` is to get for `columns`; a ConfigError when
+        auto-create is off, a DataError when Delta cannot hold a column."""
+        if not self.cfg.auto_create:
+            raise ConfigError(
+                f"Delta table `{where.uri}` does not exist: create it, or set `delta.tables.auto-create-enabled=true`"
+            )
+        _schema.delta_types(columns)  # a column Delta cannot hold: a clear error first
+        return _schema.check_partitions(self.cfg, columns, where.uri)
 
     def _committed(self, where: Location, before: dict[str, int] | None, adds: list[dict[str, Any]] | None) -> None:
         """Count what the run's commits to the table at `where` added: the files `adds` (from the
