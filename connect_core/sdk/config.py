@@ -28,7 +28,9 @@ __all__ = [
     "CRON_PRESETS",
     "WHOLE_MAX",
     "ConnectorConfig",
+    "ContractMode",
     "ErrorsConfig",
+    "Propagation",
     "SinkConnectorConfig",
     "SourceConnectorConfig",
     "TopicList",
@@ -120,6 +122,10 @@ def _blank_is_none(value: Any) -> Any:
 
 #: Kafka's `errors.deadletterqueue.topic.name`: empty means no dead-letter topic.
 DeadLetterTopic = Annotated[TopicName | None, BeforeValidator(_blank_is_none)]
+#: What a schema change may do where data enters or leaves a topic (dlt's contract modes).
+ContractMode = Literal["evolve", "freeze", "discard_row", "discard_value"]
+#: What a sink does to its target when a topic's columns change (Airbyte's propagation choices).
+Propagation = Literal["ignore", "propagate_columns", "propagate_fully", "pause"]
 
 
 def schedule_interval(value: str) -> timedelta | None:
@@ -350,10 +356,45 @@ class ConnectorConfig(BaseModel):
         description="Add the error context to dead-letter records as `__connect.errors.*` headers.",
     )
 
+    schema_contract: ContractMode | None = Field(
+        default=None,
+        alias="schema.contract",
+        description="Shorthand for `schema.contract.tables`, `.columns` and `.data_type` at once (each key "
+        "given on its own wins).",
+    )
+    schema_contract_tables: ContractMode | None = Field(
+        default=None,
+        alias="schema.contract.tables",
+        description="What a topic this connector has not carried before may do after its first load: `evolve` "
+        "(default) lets it through; `freeze` fails the run (`DataError`); `discard_row`/`discard_value` drop "
+        "its records (to the dead-letter topic under `discard_row`).",
+    )
+    schema_contract_columns: ContractMode | None = Field(
+        default=None,
+        alias="schema.contract.columns",
+        description="What a column added or dropped (or a changed key) may do: `evolve` (default) lets the new "
+        "shape through; `freeze` fails the run (`DataError` naming the change); `discard_row` sends the records "
+        "holding a new column's value (every record, for a dropped column or a changed key) to the dead-letter "
+        "topic; `discard_value` removes a new column's values (a dropped column comes back as null) and counts them.",
+    )
+    schema_contract_data_type: ContractMode | None = Field(
+        default=None,
+        alias="schema.contract.data_type",
+        description="What a column whose type changed may do: `evolve` (default) lets the new type through; "
+        "`freeze` fails the run; `discard_row`/`discard_value` keep the column's former type: a value that "
+        "survives the cast there and back is kept, any other record goes to the dead-letter topic "
+        "(`discard_row`) or loses that value to null (`discard_value`, counted).",
+    )
+
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, value: str | None) -> str | None:
         return check_schedule(value, sink=issubclass(cls, SinkConnectorConfig))
+
+    def contract_mode(self, kind: Literal["tables", "columns", "data_type"]) -> ContractMode:
+        """The effective mode of `schema.contract.<kind>`: its own key, else the shorthand, else `evolve`."""
+        own: ContractMode | None = getattr(self, f"schema_contract_{kind}")
+        return own or self.schema_contract or "evolve"
 
 
 #: The `errors.*` keys alone, with `ConnectorConfig`'s own fields (the same types, defaults and
@@ -401,6 +442,15 @@ class SinkConnectorConfig(ConnectorConfig):
         ge=1,
         description="Most records one run reads from its topics' segments, whole segments at a time (at least one "
         "segment is read however large; default: everything new).",
+    )
+    schema_propagation: Propagation | None = Field(
+        default=None,
+        alias="schema.propagation",
+        description="What a change of a topic's columns does to the target: `ignore` (the target keeps its columns; "
+        "new ones are not written), `propagate_columns` (columns added, types widened, dropped columns kept as "
+        "nullable), `propagate_fully` (dropped columns dropped too) or `pause` (any change pauses the connector). "
+        "A breaking change (a key column changed, a type narrowed) pauses it under every mode but `ignore`. Unset: "
+        "the sink's own settings (`auto.evolve`, `*.evolve-schema-enabled`).",
     )
     upkeep_schedule: str | None = Field(
         default=None,

@@ -237,7 +237,7 @@ def keyed(records: DataFrame | ArrowRecords, fields: Sequence[str]) -> DataFrame
 
 
 #: Kafka's `Stage` names, for a dead-letter record's `__connect.errors.stage` header.
-STAGES = ("TASK_POLL", "TRANSFORMATION", "TASK_PUT")
+STAGES = ("TASK_POLL", "TRANSFORMATION", "SCHEMA_CONTRACT", "TASK_PUT")
 
 
 @dataclass(frozen=True)
@@ -301,6 +301,10 @@ class SinkBatch:
     #: Topic read → the topics its rows name after the sink's transforms (a router such as Kafka's
     #: `RegexRouter` renames them; `__topic` holds the new name). Offsets stay the topic read's.
     routes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Topic read → how its columns changed since the sink's last run, for `schema.propagation`
+    #: (`added`, `dropped`, `retyped`, `nullability`, `key`: the runtime's schema diff as a dict);
+    #: only topics that changed, and only when `schema.propagation` is set.
+    schema_changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def destination(self, name: str) -> str:
         """The one topic the rows read from `name` now name (the target a sink derives from a

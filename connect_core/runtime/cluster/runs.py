@@ -20,6 +20,7 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
+from connect_core.runtime.store.connector_schemas import ConnectorSchemas, Shape
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
 from connect_core.runtime.store.states import ConnectorState, RunState
@@ -69,6 +70,8 @@ class CommitRequest:
     offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
     offset_metadata: Mapping[str, Any] = field(default_factory=dict)
     stats: Mapping[str, Any] = field(default_factory=dict)
+    #: topic → the shape this run let through (its schema contract applied): the connector's from now on
+    shapes: Mapping[str, TopicSchema] = field(default_factory=dict)
 
 
 class RunStore:
@@ -191,6 +194,8 @@ class RunStore:
             ]
             # after every partition lock: the per-topic locks of new versions (taken in one order) never deadlock
             self._topics.schemas.record(s, _schemas(request.segments), lease.run_id, lease.connector)
+            shapes = {t: Shape(shape.document, shape.fingerprint) for t, shape in request.shapes.items()}
+            ConnectorSchemas.record(s, lease.connector, shapes, lease.run_id)
             self._connectors.upsert_positions(s, lease.connector, request.positions)
             self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
             used = [seg.topic for seg in request.segments] + [tp.topic for tp in request.offsets]

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from connect_core.runtime.cluster.runs import CommitRequest, Lease, RunStore, StagedSegment, TaskBusyError
+from connect_core.runtime.execution._gate import Gate, SinkGated, shape_of
 from connect_core.runtime.plugins import PluginRegistry
 from connect_core.runtime.processing.apply import (
     SinkTransformed,
@@ -31,11 +32,14 @@ from connect_core.runtime.processing.apply import (
 )
 from connect_core.runtime.processing.chain import TRANSFORM_FAILURE, TransformChain
 from connect_core.runtime.processing.config import build_chain
+from connect_core.runtime.processing.contract import Contract
 from connect_core.runtime.processing.deadletter import DeadLetters, ErrorSettings
+from connect_core.runtime.processing.propagation import Decision, decide
 from connect_core.runtime.processing.retry import RetryPolicy
 from connect_core.runtime.security import ConfigProviders, mask_text
 from connect_core.runtime.security.paths import AllowedPaths
 from connect_core.runtime.spark.session import explain_failure, prepare_session, release_session, where_it_runs
+from connect_core.runtime.store.connector_schemas import Pending, Shape
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.store.states import RunState, TargetState
 from connect_core.runtime.topics.config import creation_config
@@ -50,7 +54,6 @@ from connect_core.sdk.testing import faults as _faults
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.types import StructType
 
     from connect_core.runtime.context import Runtime
     from connect_core.runtime.topics.schemas import TopicSchema
@@ -255,7 +258,8 @@ class TaskRunner:
         result.counts.update(letters.counts)
         result.timings["work_s"] = round(time.monotonic() - read_started, 3)
         changed = [p for p in positions if committed.offset(p.partition) != dict(p.offset)]
-        return CommitRequest(segments=segments, positions=_dedupe(changed))
+        shapes = {seg.topic: seg.schema for seg in segments if seg.schema is not None}
+        return CommitRequest(segments=segments, positions=_dedupe(changed), shapes=shapes)
 
     def _stage(
         self,
@@ -274,12 +278,14 @@ class TaskRunner:
         config = self._config(lease)
         partition_count = config.topic_partitions if isinstance(config, SourceConnectorConfig) else 1
         topic_config = creation_config(lease.connector_config)  # topic.creation.default.*
+        gate = Gate(Contract.of(config), self._connectors.schemas, lease.connector)
         for topic, topic_records in records.items():
             transformed = transform_source(chain, topic, stamp_source(topic_records, stamp))
             try:
                 for errant in transformed.errant:
                     letters.report(errant)
-                for out_topic, out in transformed.by_topic.items():
+                for out_topic, records_out in transformed.by_topic.items():
+                    out, shape = gate.hold(out_topic, records_out, letters, transformed.cached)
                     partitions = self._topics.ensure_topic(out_topic, partition_count, topic_config)
                     partition = lease.task_id % partitions
                     path = self._topics.segment_path(out_topic, partition, lease.run_id)
@@ -290,7 +296,7 @@ class TaskRunner:
                     if not rows:  # an empty DataFrame: nothing to publish, nothing to keep
                         delete_path(spark, path)
                         continue
-                    segments.append(StagedSegment(out_topic, partition, rows, path, _shape(out_topic, out.schema)))
+                    segments.append(StagedSegment(out_topic, partition, rows, path, shape))
                     result.rows += rows
                     result.segments += 1
             finally:
@@ -310,6 +316,7 @@ class TaskRunner:
         batch: SinkBatch | None = None
         transformed: SinkTransformed | None = None
         letters = self._dead_letters(lease)
+        gated = SinkGated(dead_letters=letters.dead_letters)
 
         def attempt(n: int) -> Mapping[str, Any] | None:
             # Each attempt opens a new task first: it finds what an earlier attempt left in the target
@@ -327,9 +334,13 @@ class TaskRunner:
                     return None
                 if batch is None or transformed is None:
                     transformed = self._transform_sink(spark, lease, segments)
-                    batch = self._sink_batch(transformed, segments, owned)
+                    self._gate_sink(lease, config, transformed, gated)
+                    batch = self._sink_batch(transformed, segments, owned, gated.changes)
                 for errant in transformed.errant:  # read and transformed once, reported by every attempt
                     letters.report(errant)
+                for errant in gated.diverted:
+                    letters.divert(errant)
+                letters.discard(gated.counts)
                 _faults.checkpoint("before_stage")
                 metadata = task.write(spark, batch)
                 _faults.checkpoint("after_stage")
@@ -357,7 +368,10 @@ class TaskRunner:
             offsets[tp] = max(offsets[tp], seg.end_offset)
         previous = next(iter(committed.values())).metadata if committed else {}
         return CommitRequest(
-            segments=dead, offsets=offsets, offset_metadata=metadata if metadata is not None else previous
+            segments=dead,
+            offsets=offsets,
+            offset_metadata=metadata if metadata is not None else previous,
+            shapes=gated.shapes,
         )
 
     def _transform_sink(self, spark: SparkSession, lease: Lease, segments: list[Segment]) -> SinkTransformed:
@@ -365,11 +379,62 @@ class TaskRunner:
         read = read_topics(spark, segments)
         return transform_sink(self._chain(lease), read, arrow_topics(spark, segments, read))
 
+    def _gate_sink(self, lease: Lease, config: ConnectorConfig, done: SinkTransformed, gated: SinkGated) -> None:
+        """Each topic's records through the sink's schema contract, then its `schema.propagation`:
+        what may leave the topic, and what the target does with a change (a breaking one pauses the
+        connector, and the run fails with the reason, committing nothing)."""
+        mode = config.schema_propagation if isinstance(config, SinkConnectorConfig) else None
+        gate = Gate(Contract.of(config), self._connectors.schemas, lease.connector)
+        for topic in list(done.by_topic):
+            df, shape = gate.hold(topic, done.by_topic[topic], gated, done.cached)
+            if df is not done.by_topic[topic]:  # the contract changed the records: the Arrow path has not
+                done.by_topic[topic] = df
+                done.arrow_by_topic.pop(topic, None)
+            if shape is None:
+                continue
+            decision = decide(mode, topic, shape, gate.reference(topic))
+            if decision.pause is not None:
+                self._pause(lease, topic, shape, gate.reference(topic), decision)
+            if decision.strip:
+                df = done.by_topic[topic].drop(*decision.strip)
+                done.by_topic[topic] = df
+                done.arrow_by_topic.pop(topic, None)
+                shape = shape_of(topic, df.schema)
+            if decision.changes and decision.diff is not None:
+                gated.changes[topic] = decision.diff.to_dict()
+            if shape is not None:
+                gated.shapes[topic] = shape
+
+    def _pause(
+        self, lease: Lease, topic: str, shape: TopicSchema, current: TopicSchema | None, decision: Decision
+    ) -> None:
+        """Pause the connector on a change its `schema.propagation` does not let through: the change
+        kept as pending (shown with its diff, until accepted), the connector PAUSED with the reason,
+        and the run failed with it (not retried)."""
+        how = (
+            f"accept it with `connect schema accept {lease.connector}` (or POST "
+            f"/connectors/{lease.connector}/schema/accept), which resumes the connector"
+        )
+        reason = f"{decision.pause}; {how}"
+        diff = decision.diff.to_dict() if decision.diff is not None else {}
+        pending = Pending(Shape(shape.document, shape.fingerprint), diff, reason, lease.run_id)
+        base = Shape(current.document, current.fingerprint) if current is not None else None
+        self._connectors.schemas.hold(lease.connector, topic, base, pending)
+        self._connectors.set_target_state(lease.connector, TargetState.PAUSED, reason=f"schema change: {reason}")
+        raise DataError(f"the connector paused on {reason}")
+
     @staticmethod
-    def _sink_batch(done: SinkTransformed, segments: list[Segment], owned: set[TopicPartition]) -> SinkBatch:
+    def _sink_batch(
+        done: SinkTransformed,
+        segments: list[Segment],
+        owned: set[TopicPartition],
+        changes: Mapping[str, Mapping[str, Any]],
+    ) -> SinkBatch:
         data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), done.by_topic.values())
         rows = sum(s.row_count for s in segments)
-        return SinkBatch(data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes)
+        return SinkBatch(
+            data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes, dict(changes)
+        )
 
     def _dead_letters(self, lease: Lease) -> DeadLetters:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
@@ -494,18 +559,6 @@ def error_kind(exc: BaseException) -> str:
     if isinstance(exc, RetriableError):
         return "retriable"
     return "unexpected"
-
-
-def _shape(topic: str, struct: StructType) -> TopicSchema | None:
-    """The shape the topic's schema history records with the commit (from the driver's schema: no
-    job), or None for one nested too deeply to record: the data goes on, its shape is not kept."""
-    from connect_core.runtime.topics.schemas import TooDeeplyNestedError, TopicSchema
-
-    try:
-        return TopicSchema.of(struct)
-    except TooDeeplyNestedError as exc:
-        log.warning("topic `%s`: %s; this shape is not recorded in its schema history", topic, exc)
-        return None
 
 
 def _dedupe(positions: list[SourcePosition]) -> list[SourcePosition]:

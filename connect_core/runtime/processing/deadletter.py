@@ -56,6 +56,8 @@ class DeadLetters(ErrantRecordReporter):
         self._connector, self._task_id, self._task_class = connector, task_id, task_class
         self._tables: list[pa.Table] = []
         self.failed = 0
+        self.diverted = 0  # set aside by the runtime (`divert`), not by a failure
+        self.discarded: dict[str, int] = {}  # what a schema contract dropped (`discard`)
         self._logged = 0
 
     def report(self, errant: ErrantRecords) -> None:
@@ -71,19 +73,39 @@ class DeadLetters(ErrantRecordReporter):
         if self.settings.topic is not None:
             self._tables.append(self._dead_letter_rows(errant, classes, messages))
 
+    @property
+    def dead_letters(self) -> bool:
+        """Whether set-aside records go to a dead-letter topic."""
+        return self.settings.topic is not None
+
+    def divert(self, errant: ErrantRecords) -> None:
+        """Send records the runtime itself set aside (a schema contract's `discard_row`) to the
+        dead-letter topic, whatever `errors.tolerance` says, with the error context in the headers
+        (their reason is the point): nothing to do without a dead-letter topic."""
+        n = errant.rows.num_rows
+        if not n or self.settings.topic is None:
+            return
+        self.diverted += n
+        classes, messages = errant.per_row(errant.exception_class), errant.per_row(errant.message)
+        self._tables.append(self._dead_letter_rows(errant, classes, messages, headers=True))
+
+    def discard(self, counts: Mapping[str, int]) -> None:
+        """Count records or values a schema contract dropped (`contract_discarded_rows` …)."""
+        for key, n in counts.items():
+            self.discarded[key] = self.discarded.get(key, 0) + n
+
     def reset(self) -> None:
         """Forget what an attempt reported (a retry reports again)."""
         self._tables.clear()
-        self.failed = 0
+        self.failed = self.diverted = 0
+        self.discarded.clear()
 
     @property
     def counts(self) -> dict[str, int]:
-        if not self.failed:
-            return {}
-        counts = {"failed": self.failed, "skipped": self.failed}
-        if self.settings.topic is not None:
-            counts["dead_lettered"] = self.failed
-        return counts
+        counts = {"failed": self.failed, "skipped": self.failed} if self.failed else {}
+        if self.settings.topic is not None and self.failed + self.diverted:
+            counts["dead_lettered"] = self.failed + self.diverted
+        return {**counts, **self.discarded}
 
     def dead_letter_table(self) -> pa.Table | None:
         """Every reported record as a row of the dead-letter topic (None if none or no topic)."""
@@ -96,7 +118,9 @@ class DeadLetters(ErrantRecordReporter):
         except (pa.ArrowTypeError, pa.ArrowInvalid):  # a column of two types (set aside before and after a Cast)
             return pa.concat_tables(_as_text_where_mixed(self._tables), promote_options="permissive")
 
-    def _dead_letter_rows(self, errant: ErrantRecords, classes: list[str], messages: list[str]) -> pa.Table:
+    def _dead_letter_rows(
+        self, errant: ErrantRecords, classes: list[str], messages: list[str], *, headers: bool = False
+    ) -> pa.Table:
         """The records as they were (value and record parts), without where they were read (the
         dead-letter topic gives them new offsets) unless in the context headers."""
         import pyarrow as pa
@@ -106,10 +130,10 @@ class DeadLetters(ErrantRecordReporter):
         where = (TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
         origin = {c: rows.column(c).to_pylist() if c in rows.column_names else [None] * n for c in where}
         rows = rows.drop_columns([c for c in where if c in rows.column_names])
-        if not self.settings.context_headers:
+        if not (self.settings.context_headers or headers):
             return rows
         existing = rows.column(HEADERS_COLUMN).to_pylist() if HEADERS_COLUMN in rows.column_names else [None] * n
-        headers = []
+        with_context = []
         for i in range(n):
             context = {
                 "topic": origin[TOPIC_COLUMN][i],
@@ -123,8 +147,8 @@ class DeadLetters(ErrantRecordReporter):
                 "exception.message": mask_text(messages[i]),
             }
             added = [{"key": HEADER_PREFIX + k, "value": str(v)} for k, v in context.items() if v is not None]
-            headers.append([*(existing[i] or []), *added])
-        column = pa.array(headers, arrow_headers_type())
+            with_context.append([*(existing[i] or []), *added])
+        column = pa.array(with_context, arrow_headers_type())
         if HEADERS_COLUMN in rows.column_names:
             return rows.set_column(rows.column_names.index(HEADERS_COLUMN), HEADERS_COLUMN, column)
         return rows.append_column(HEADERS_COLUMN, column)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -25,6 +25,7 @@ from connect_core.runtime.store._connector_model import (
     TaskStatus,
 )
 from connect_core.runtime.store._connector_reads import ConnectorReads
+from connect_core.runtime.store.connector_schemas import ConnectorSchemas
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.store.models import (
     ConnectorRow,
@@ -55,6 +56,11 @@ __all__ = [
 class ConnectorStore(ConnectorReads):
     """Connectors and what belongs to them: the reads (`ConnectorReads`), and the writes, each one
     transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        #: the shape each connector last let through per topic (schema contracts, propagation)
+        self.schemas = ConnectorSchemas(engine)
 
     # -- connectors ---------------------------------------------------------
 
@@ -186,7 +192,9 @@ class ConnectorStore(ConnectorReads):
             self._lock(s, name, for_delete=True)
             s.execute(delete(ConnectorRow).where(ConnectorRow.name == name))
 
-    def set_target_state(self, name: str, state: str) -> None:
+    def set_target_state(self, name: str, state: str, reason: str | None = None) -> None:
+        """Set what the connector should be doing; `reason` is shown as its status' trace (why the
+        runtime paused it)."""
         if state not in TARGET_STATES:
             raise ValueError(f"target state must be one of {TARGET_STATES}, not `{state}`")
         with self._sessions.begin() as s:
@@ -196,7 +204,7 @@ class ConnectorStore(ConnectorReads):
             s.execute(
                 update(ConnectorStatusRow)
                 .where(ConnectorStatusRow.connector == name)
-                .values(state=state, trace=None, updated_at=func.now())
+                .values(state=state, trace=reason, updated_at=func.now())
             )
 
     def reset_task_states(self, name: str, task_ids: Sequence[int]) -> None:
@@ -256,6 +264,7 @@ class ConnectorStore(ConnectorReads):
             self._fence(s, name)
             s.execute(delete(SourcePositionRow).where(SourcePositionRow.connector == name))
             s.execute(delete(SinkOffsetRow).where(SinkOffsetRow.connector == name))
+            ConnectorSchemas.forget(s, name)  # its next run is a first load: any shape may pass
 
     def _fence(self, s: Session, name: str) -> None:
         s.execute(

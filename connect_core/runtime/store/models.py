@@ -37,6 +37,7 @@ __all__ = [
     "ChangeCounterRow",
     "ClusterRow",
     "ConnectorRow",
+    "ConnectorSchemaRow",
     "ConnectorStatusRow",
     "PlacementQueueRow",
     "RebalanceLogRow",
@@ -363,6 +364,23 @@ class TopicSchemaRow(Base):
     run_id: Mapped[int] = mapped_column(BigInteger)
     connector: Mapped[str | None] = mapped_column(Text)  # the run's connector, kept after it is deleted
     created_at: Mapped[datetime] = _now()
+
+
+class ConnectorSchemaRow(Base):
+    """The shape a connector last let through for one topic (migration 0017): a source's into it, a
+    sink's out of it; what its schema contract and propagation compare a run's records with. `pending`:
+    the change a sink paused on, until accepted or reset. No foreign key: it stays with the positions
+    and offsets when the connector is deleted (`runtime.store.connector_schemas`)."""
+
+    __tablename__ = "connector_schemas"
+
+    connector: Mapped[str] = mapped_column(Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(Text)
+    schema: Mapped[dict[str, Any]]
+    run_id: Mapped[int | None] = mapped_column(BigInteger)
+    pending: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    updated_at: Mapped[datetime] = _now()
 
 
 class ClusterRow(Base):

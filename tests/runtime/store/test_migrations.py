@@ -30,6 +30,7 @@ TABLES = {
     "connector_topics",
     "upkeep_jobs",
     "topic_schemas",
+    "connector_schemas",
 }
 
 
@@ -52,7 +53,7 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0016"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0017"
         )
     engine.dispose()
 

@@ -1,0 +1,164 @@
+"""Schema contracts and propagation on a real JDBC pipeline: a Postgres table whose columns change
+between runs, copied by the JDBC source into a topic and by the JDBC sink into Postgres."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.execution.runner import TaskRunner
+from tests.connectors.jdbc_helpers import Database, create_upsert_sink, postgres, synced, target  # noqa: F401  (fixtures)
+
+
+def _source(runtime: Runtime, postgres: Database, **extra: Any) -> None:  # noqa: F811
+    runtime.create_connector(
+        "src",
+        postgres.source_config(
+            mode="incrementing",
+            **{"incrementing.column.name": "id", "table.whitelist": "orders", "topic.prefix": "pg-", **extra},
+        ),
+    )
+
+
+def _rows(runtime: Runtime, spark: Any, topic: str) -> list[dict[str, Any]]:
+    segments = runtime.topics.segments_after({tp: 0 for tp in runtime.topics.owned_partitions([topic], 0, 1)})
+    if not segments:
+        return []
+    rows = [r.asDict() for s in segments for r in spark.read.parquet(s.path).collect()]  # each in its own shape
+    return sorted(({k: v for k, v in r.items() if not k.startswith("__")} for r in rows), key=lambda r: r["id"])
+
+
+def test_freeze_fails_the_run_naming_the_added_column(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    spark: Any,
+) -> None:
+    postgres.execute("CREATE TABLE orders (id int PRIMARY KEY, name text)", "INSERT INTO orders VALUES (1, 'a')")
+    _source(runtime, postgres, **{"schema.contract": "freeze"})
+    synced(runner, "src")  # the first load may create
+    postgres.execute("ALTER TABLE orders ADD COLUMN email text", "INSERT INTO orders VALUES (2, 'b', 'b@x')")
+    result = runner.run("src", 0)
+    assert result.state == "FAILED"
+    assert result.error_kind == "data"
+    assert "column `email` (string) added" in result.message and "schema.contract.columns=freeze" in result.message
+    assert [r["id"] for r in _rows(runtime, spark, "pg-orders")] == [1]
+
+
+# -- the source's contract: every mode, every change kind --------------------------------------
+
+MODES = ["evolve", "freeze", "discard_row", "discard_value"]
+#: each change kind: the DDL between the two runs, the rows the second run reads, and (for a key change)
+#: the connector's new config
+CHANGES: dict[str, dict[str, Any]] = {
+    "added": {
+        "ddl": ["ALTER TABLE orders ADD COLUMN email text"],
+        "rows": ["(3, 'c', 3, 3.5, 'c@x')", "(4, 'd', 4, 4.5, NULL)"],
+    },
+    "dropped": {"ddl": ["ALTER TABLE orders DROP COLUMN name"], "rows": ["(3, 3, 3.5)", "(4, 4, 4.5)"]},
+    "wider": {
+        "ddl": ["ALTER TABLE orders ALTER COLUMN qty TYPE bigint"],
+        "rows": ["(3, 'c', 3, 3.5)", "(4, 'd', 5000000000, 4.5)"],
+    },
+    "narrower": {
+        "ddl": ["ALTER TABLE orders ALTER COLUMN amount TYPE int"],
+        "rows": ["(3, 'c', 3, 3)", "(4, 'd', 4, 4)"],
+    },
+    "key": {"ddl": [], "rows": ["(3, 'c', 3, 3.5)", "(4, 'd', 4, 4.5)"], "key": "id,name"},
+}
+
+
+def _key_config(fields: str) -> dict[str, Any]:
+    return {"transforms": "key", "transforms.key.type": "ValueToKey", "transforms.key.fields": fields}
+
+
+def _dead_letters(runtime: Runtime, spark: Any) -> list[dict[str, Any]]:
+    segments = runtime.topics.segments_after({tp: 0 for tp in runtime.topics.owned_partitions(["dlq"], 0, 1)})
+    if not segments:
+        return []
+    rows = [r.asDict(recursive=True) for s in segments for r in spark.read.parquet(s.path).collect()]
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def _header(record: dict[str, Any], name: str) -> str | None:
+    return next((h["value"] for h in record["__headers"] or [] if h["key"] == f"__connect.errors.{name}"), None)
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+@pytest.mark.parametrize("mode", MODES)
+def test_each_source_contract_mode_on_each_change(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    spark: Any,
+    mode: str,
+    change: str,
+) -> None:
+    spec = CHANGES[change]
+    postgres.execute(
+        "CREATE TABLE orders (id int PRIMARY KEY, name text, qty int, amount numeric(12,2))",
+        "INSERT INTO orders VALUES (1, 'a', 1, 1.5), (2, 'b', 2, 2.5)",
+    )
+    extra = {"schema.contract": mode, "errors.deadletterqueue.topic.name": "dlq", **_key_config("id")}
+    _source(runtime, postgres, **extra)
+    synced(runner, "src")
+    postgres.execute(*spec["ddl"], "INSERT INTO orders VALUES " + ", ".join(spec["rows"]))
+    if "key" in spec:
+        runtime.update_connector("src", {**runtime.connectors.get("src").config, **_key_config(spec["key"])})
+    result = runner.run("src", 0)
+    rows = _rows(runtime, spark, "pg-orders")
+    letters = _dead_letters(runtime, spark)
+    if mode == "freeze" or (mode == "discard_value" and change == "key"):
+        assert result.state == "FAILED" and result.error_kind == "data", result.message
+        assert "schema contract: topic `pg-orders`" in result.message
+        assert [r["id"] for r in rows] == [1, 2] and not letters  # nothing of the run landed
+        return
+    assert result.state == "SUCCEEDED", result.message
+    new = [r for r in rows if r["id"] > 2]
+    counts = result.counts
+    if mode == "evolve":
+        assert [r["id"] for r in new] == [3, 4] and not letters
+        expected = {
+            "added": ("email", ["c@x", None]),
+            "dropped": ("name", None),
+            "wider": ("qty", [3, 5_000_000_000]),
+            "narrower": ("amount", [3, 4]),
+            "key": ("name", ["c", "d"]),
+        }[change]
+        column, values = expected
+        if values is None:
+            assert all(column not in r for r in new)  # the column is gone from the new rows
+        else:
+            assert [r[column] for r in new] == values
+        return
+    if mode == "discard_row":
+        kept, aside = {
+            "added": ([4], [3]),
+            "dropped": ([], [3, 4]),
+            "wider": ([3], [4]),
+            "narrower": ([3, 4], []),
+            "key": ([], [3, 4]),
+        }[change]
+        assert [r["id"] for r in new] == kept
+        assert [r["id"] for r in letters] == aside
+        assert counts.get("contract_discarded_rows", 0) == len(aside)
+        for letter in letters:
+            assert _header(letter, "stage") == "SCHEMA_CONTRACT"
+            assert "schema.contract." in (_header(letter, "exception.message") or "")
+    if mode == "discard_value":
+        assert [r["id"] for r in new] == [3, 4] and not letters
+        dropped = {"added": 1, "dropped": 0, "wider": 1, "narrower": 0}[change]
+        assert counts.get("contract_discarded_values", 0) == dropped
+    # what passed is in the connector's former shape
+    for r in new:
+        assert "email" not in r
+        if change == "dropped":
+            assert r["name"] is None
+    if change == "wider" and new:
+        assert new[0]["qty"] == 3 and (len(new) == 1 or new[1]["qty"] is None)
+    if change == "narrower":
+        from decimal import Decimal
+
+        assert [r["amount"] for r in new] == [Decimal("3.00"), Decimal("4.00")]
