@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from connect_core.cli import _apply, _local, _manage, _pools, _topics  # noqa: F401  (they register their commands)
+from connect_core.cli import _apply, _local, _manage, _pools, _schemas, _topics  # noqa: F401  (they register their commands)
 from connect_core.cli._app import app, debugging, door_problem, print_error
 from connect_core.runtime.security import install_log_masking
 

@@ -154,6 +154,14 @@ class RestClient:
     def restart_task(self, name: str, task: int) -> None:
         self._call("POST", f"/connectors/{name}/tasks/{task}/restart")
 
+    def schemas(self, name: str) -> dict[str, Any]:
+        return dict(self._call("GET", f"/connectors/{name}/schemas"))
+
+    def accept_schema(self, name: str, topics: Sequence[str] | None = None) -> dict[str, Any]:
+        body = {"topics": list(topics)} if topics is not None else {}
+        response = self._send("POST", f"/connectors/{name}/schemas/accept", json=body)
+        return {**response.json(), "warning": response.headers.get(WARNING_HEADER) or None}
+
     def offsets(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/connectors/{name}/offsets"))
 

@@ -245,6 +245,32 @@ def reset_offsets(
     return svc.reset_offsets(connector, to_time)
 
 
+class AcceptBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    topics: list[str] | None = Field(
+        default=None, max_length=1000, description="The topics whose pending change to accept (default: all)."
+    )
+
+
+@router.get(
+    "/connectors/{connector}/schemas",
+    summary="The shape the connector last let through per topic, and a change it paused on (extension)",
+)
+def schemas(svc: Svc, connector: str) -> dict[str, Any]:
+    return svc.schemas(connector)
+
+
+@router.post(
+    "/connectors/{connector}/schemas/accept",
+    summary="Accept the schema change the connector paused on, and resume it (extension)",
+)
+def accept_schema(svc: Svc, connector: str, body: Annotated[AcceptBody | None, Body()] = None) -> Response:
+    result = svc.accept_schema(connector, body.topics if body is not None else None)
+    warning = result.pop("warning", None)
+    return JSONResponse(content=result, headers=warned(warning))
+
+
 @router.get("/connectors/{connector}/runs", summary="Last task runs with stats (extension)")
 def runs(svc: Svc, connector: str, limit: Annotated[int, Query(ge=1, le=1000)] = 10) -> list[dict[str, Any]]:
     return svc.runs(connector, limit)

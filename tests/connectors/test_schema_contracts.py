@@ -9,7 +9,15 @@ import pytest
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.runner import TaskRunner
-from tests.connectors.jdbc_helpers import Database, create_upsert_sink, postgres, synced, target  # noqa: F401  (fixtures)
+from tests.connectors.jdbc_helpers import (  # noqa: F401  (fixtures)
+    Database,
+    create_upsert_sink,
+    mariadb_target,
+    postgres,
+    sink_target,
+    synced,
+    target,
+)
 
 
 def _source(runtime: Runtime, postgres: Database, **extra: Any) -> None:  # noqa: F811
@@ -162,3 +170,92 @@ def test_each_source_contract_mode_on_each_change(
         from decimal import Decimal
 
         assert [r["amount"] for r in new] == [Decimal("3.00"), Decimal("4.00")]
+
+
+# -- the sink's propagation: every mode, every change kind, into PostgreSQL and MariaDB ------------
+
+PROPAGATIONS = ["ignore", "propagate_columns", "propagate_fully", "pause"]
+_TARGET_DDL = {
+    "postgresql": "CREATE TABLE orders (id int PRIMARY KEY, name text NOT NULL, qty int, amount numeric(12,2))",
+    "mariadb": "CREATE TABLE orders (id int PRIMARY KEY, name varchar(100) NOT NULL, qty int, amount decimal(12,2))",
+}
+
+
+def _columns(db: Database) -> dict[str, tuple[str, bool]]:
+    """The target table's columns: (type, nullable)."""
+    where = "table_schema = 'public'" if db.kind == "postgresql" else "table_schema = DATABASE()"
+    rows = db.rows(
+        f"SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        f"WHERE table_name = 'orders' AND {where}"
+    )
+    return {str(name): (str(kind).lower(), nullable == "YES") for name, kind, nullable in rows}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+@pytest.mark.parametrize("mode", PROPAGATIONS)
+def test_each_sink_propagation_mode_on_each_change(
+    runtime: Runtime,
+    runner: TaskRunner,
+    postgres: Database,  # noqa: F811
+    sink_target: Database,  # noqa: F811
+    mode: str,
+    change: str,
+) -> None:
+    spec = CHANGES[change]
+    postgres.execute(
+        "CREATE TABLE orders (id int PRIMARY KEY, name text, qty int, amount numeric(12,2))",
+        "INSERT INTO orders VALUES (1, 'a', 1, 1.5), (2, 'b', 2, 2.5)",
+    )
+    sink_target.execute(_TARGET_DDL[sink_target.kind])
+    _source(runtime, postgres, **_key_config("id"))
+    create_upsert_sink(runtime, sink_target, "pg-orders", **{"table.name.format": "orders", "schema.propagation": mode})
+    synced(runner, "src", "sink")
+    postgres.execute(*spec["ddl"], "INSERT INTO orders VALUES " + ", ".join(spec["rows"]))
+    if "key" in spec:
+        runtime.update_connector("src", {**runtime.connectors.get("src").config, **_key_config(spec["key"])})
+    synced(runner, "src")
+    result = runner.run("sink", 0)
+    pauses = mode == "pause" or (mode != "ignore" and change in ("narrower", "key"))
+    if pauses:
+        assert result.state == "FAILED" and result.error_kind == "data", result.message
+        assert "the connector paused on" in result.message and "connect schema accept sink" in result.message
+        status = runtime.connectors.status("sink")
+        assert status.state == "PAUSED" and "schema change" in (status.trace or "")
+        assert [r[0] for r in sink_target.rows("SELECT id FROM orders ORDER BY id")] == [1, 2]  # nothing written
+        pending = runtime.connectors.schemas.of("sink")["pg-orders"].pending
+        assert pending is not None and not pending.accepted
+        assert runner.run("sink", 0).state == "SKIPPED"  # paused: no run until accepted
+        from connect_core.runtime.management.local import LocalManagement
+
+        accepted = LocalManagement(runtime).accept_schema("sink")
+        assert accepted["accepted"] == ["pg-orders"]
+        assert runtime.connectors.status("sink").state == "RUNNING"
+        result = runner.run("sink", 0)
+    if mode == "ignore" and change in ("dropped", "wider"):
+        # the table keeps its columns: its NOT NULL `name` and its int `qty` refuse the new rows, plainly
+        assert result.state == "FAILED" and result.error_kind == "data", result.message
+        assert ("name" if change == "dropped" else "qty") in result.message
+        assert [r[0] for r in sink_target.rows("SELECT id FROM orders ORDER BY id")] == [1, 2]
+        return
+    assert result.state == "SUCCEEDED", result.message
+    assert [r[0] for r in sink_target.rows("SELECT id FROM orders ORDER BY id")] == [1, 2, 3, 4]
+    assert runtime.connectors.schemas.of("sink")["pg-orders"].pending is None
+    columns = _columns(sink_target)
+    propagates = mode != "ignore"
+    if change == "added":
+        assert ("email" in columns) == propagates
+        if propagates:
+            assert sink_target.rows("SELECT email FROM orders WHERE id = 3") == [("c@x",)]
+    if change == "dropped":
+        assert ("name" in columns) == (mode != "propagate_fully")
+        if "name" in columns:
+            assert columns["name"][1] == propagates  # made nullable when propagated
+            assert sink_target.rows("SELECT name FROM orders WHERE id >= 3") == [(None,), (None,)]
+    if change == "wider":
+        assert columns["qty"][0] == (
+            "bigint" if propagates else ("integer" if sink_target.kind == "postgresql" else "int")
+        )
+        if propagates:
+            assert sink_target.rows("SELECT qty FROM orders WHERE id = 4") == [(5_000_000_000,)]
+    if change == "narrower":  # never narrowed in the target, accepted or not
+        assert columns["amount"][0] in ("numeric", "decimal")

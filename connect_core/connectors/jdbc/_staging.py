@@ -4,7 +4,7 @@ when the topic's records are small), each partition reporting the offsets it rea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from connect_core.connectors.jdbc.dialects import parse_identifier
@@ -187,9 +187,14 @@ class Layout(NamedTuple):
     columns: list[str]
     keys: list[str]
     from_key: list[str]
+    #: how the topic's columns changed since the sink's last run (`SinkBatch.schema_changes`), for
+    #: `schema.propagation` (`targets._evolution`)
+    changes: Mapping[str, Any] | None = None
 
 
-def layout(topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str) -> Layout:
+def layout(
+    topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str, changes: Mapping[str, Any] | None = None
+) -> Layout:
     """The layout of `topic`'s rows, whose records now name the topic `target` (after routers)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -221,7 +226,7 @@ def layout(topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str) -> Layou
     missing = [k for k in keys if k not in values]
     if missing:
         raise ConfigError(f"topic `{topic}` has no column(s) {missing} for `pk.fields`", {"pk.fields": missing})
-    return Layout(table, df, values, keys, from_key)
+    return Layout(table, df, values, keys, from_key, changes)
 
 
 def next_offsets(reached: list[dict[str, Any]]) -> dict[int, int]:

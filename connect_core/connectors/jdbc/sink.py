@@ -54,7 +54,8 @@ class JdbcSinkTask(SinkTask):
             read, records = batch.topic(topic), batch.arrow(topic)
             applied = {tp.partition: self.applied.get(tp, 0) for tp in batch.partitions if tp.topic == topic}
             # the topic's records' name after the transforms (routers) picks the table
-            layout = _staging.layout(topic, read.filter(keep), self.cfg, batch.destination(topic))
+            changes = batch.schema_changes.get(topic)
+            layout = _staging.layout(topic, read.filter(keep), self.cfg, batch.destination(topic), changes)
             if self.context.errant is not None:
                 self._report_again(topic, read, applied, records)
             copied, bad = self.target.write(topic, layout, records, applied)

@@ -68,6 +68,12 @@ class Gate:
         found = self._load().get(topic)
         return TopicSchema(found.schema.document, found.schema.fingerprint) if found is not None else None
 
+    def accepted(self, topic: str, shape: TopicSchema) -> bool:
+        """Whether an operator accepted `shape` for `topic` after the connector paused on it."""
+        found = self._load().get(topic)
+        pending = found.pending if found is not None else None
+        return pending is not None and pending.accepted and pending.schema.fingerprint == shape.fingerprint
+
     def hold(
         self, topic: str, records: DataFrame | ArrowRecords, aside: SetAside, cached: list[DataFrame]
     ) -> tuple[Any, TopicSchema | None]:

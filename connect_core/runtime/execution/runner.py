@@ -392,7 +392,7 @@ class TaskRunner:
                 done.arrow_by_topic.pop(topic, None)
             if shape is None:
                 continue
-            decision = decide(mode, topic, shape, gate.reference(topic))
+            decision = decide(mode, topic, shape, gate.reference(topic), accepted=gate.accepted(topic, shape))
             if decision.pause is not None:
                 self._pause(lease, topic, shape, gate.reference(topic), decision)
             if decision.strip:
@@ -401,7 +401,7 @@ class TaskRunner:
                 done.arrow_by_topic.pop(topic, None)
                 shape = shape_of(topic, df.schema)
             if decision.changes and decision.diff is not None:
-                gated.changes[topic] = decision.diff.to_dict()
+                gated.changes[topic] = decision.for_sink()
             if shape is not None:
                 gated.shapes[topic] = shape
 
@@ -413,7 +413,7 @@ class TaskRunner:
         and the run failed with it (not retried)."""
         how = (
             f"accept it with `connect schema accept {lease.connector}` (or POST "
-            f"/connectors/{lease.connector}/schema/accept), which resumes the connector"
+            f"/connectors/{lease.connector}/schemas/accept), which resumes the connector"
         )
         reason = f"{decision.pause}; {how}"
         diff = decision.diff.to_dict() if decision.diff is not None else {}

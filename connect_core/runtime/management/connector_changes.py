@@ -3,7 +3,7 @@ triggering a run. Every config is checked by the runtime's own validation; every
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
@@ -176,6 +176,22 @@ class ConnectorChanges(ConnectorReads):
         warning = self.rt.set_target_state(name, state)
         self._wrote()
         return warning
+
+    def accept_schema(self, name: str, topics: Sequence[str] | None = None) -> dict[str, Any]:
+        """Accept what the connector paused on: its next run lets the change through (propagated to
+        the target) and its commit makes the shape the connector's. The failed tasks are cleared and
+        the connector resumed (with Airflow, a run starts now)."""
+        self.rt.connectors.get(name)  # 404 for an unknown connector
+        accepted = self.rt.connectors.schemas.accept(name, list(topics) if topics is not None else None)
+        if not accepted:
+            which = f" of topic(s) {', '.join(topics)}" if topics else ""
+            raise ConflictError(f"connector `{name}` has no schema change{which} to accept")
+        warning = self.rt.set_target_state(name, TargetState.RUNNING)
+        failed = [t["id"] for t in self.status(name)["tasks"] if t["state"] == ConnectorState.FAILED]
+        self.rt.connectors.reset_task_states(name, failed)
+        self._wrote()
+        self._maybe_trigger(name)
+        return {"name": name, "accepted": accepted, "warning": warning}
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
         """There is no long-lived connector process to restart: a restart clears FAILED task states

@@ -12,6 +12,7 @@ from typing import Any
 from connect_core.runtime.management._room import Room
 from connect_core.runtime.management.shapes import expand_kinds, expanded_dict, info_dict, status_dict
 from connect_core.runtime.security import mask_config, mask_text
+from connect_core.runtime.store.connector_schemas import Pending
 from connect_core.runtime.store.connectors import Listing, Page
 from connect_core.sdk.errors import NotFoundError
 
@@ -46,6 +47,20 @@ class ConnectorReads(Room):
                 return dict(t)
         raise NotFoundError(f"task {task} of connector `{name}` not found")
 
+    def schemas(self, name: str) -> dict[str, Any]:
+        self.rt.connectors.get(name)  # 404 for an unknown connector
+        found = self.rt.connectors.schemas.of(name)
+        topics = {
+            topic: {
+                "fingerprint": ref.schema.fingerprint,
+                "schema": dict(ref.schema.document),
+                "run_id": ref.run_id,
+                "pending": _pending(ref.pending),
+            }
+            for topic, ref in sorted(found.items())
+        }
+        return {"name": name, "topics": topics}
+
     def tasks(self, name: str) -> list[dict[str, Any]]:
         info = self.rt.connectors.get(name)
         return [{"id": {"connector": name, "task": i}, "config": mask_config(cfg)} for i, cfg in enumerate(info.tasks)]
@@ -66,3 +81,16 @@ class ConnectorReads(Room):
             {**r, "error": mask_text(r["error"]) if r["error"] else None}
             for r in self.rt.connectors.last_runs(name, limit=limit)
         ]
+
+
+def _pending(pending: Pending | None) -> dict[str, Any] | None:
+    if pending is None:
+        return None
+    return {
+        "fingerprint": pending.schema.fingerprint,
+        "schema": dict(pending.schema.document),
+        "diff": dict(pending.diff),
+        "reason": mask_text(pending.reason),
+        "run_id": pending.run_id,
+        "accepted": pending.accepted,
+    }

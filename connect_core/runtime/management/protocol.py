@@ -77,6 +77,18 @@ class Management(Protocol):
         """A run of the connector's DAG now: `{"name", "dag_id", "dag_run_id"}`."""
         ...
 
+    # -- schema contracts ------------------------------------------------------------------
+
+    def schemas(self, name: str) -> dict[str, Any]:
+        """The shape the connector last let through per topic, and the change it paused on if any:
+        `{"name", "topics": {topic: {"fingerprint", "schema", "run_id", "pending"}}}`."""
+        ...
+
+    def accept_schema(self, name: str, topics: Sequence[str] | None = None) -> dict[str, Any]:
+        """Accept the changes the connector paused on (of `topics`, or all) and resume it:
+        `{"name", "accepted": [topic…], "warning"}`; ConflictError when none is pending."""
+        ...
+
     # -- offsets ---------------------------------------------------------------------------
 
     def offsets(self, name: str) -> dict[str, Any]: ...

@@ -17,8 +17,8 @@ does to its target is its own (`SinkBatch.schema_changes` tells it); the pause i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from connect_core.runtime.security.limits import one_line
 from connect_core.runtime.topics.schemas import SchemaDiff, TopicSchema, diff_schemas
@@ -68,14 +68,33 @@ class Decision:
     def changes(self) -> bool:
         return self.diff is not None and not self.diff.empty
 
+    def for_sink(self) -> dict[str, Any]:
+        """The change as the sink applies it (`SinkBatch.schema_changes`): a retyping only where it
+        widens (an accepted narrowing keeps the target's wider column)."""
+        if self.diff is None:
+            return {}
+        change = self.diff.to_dict()
+        change["retyped"] = [r for r in self.diff.retyped if widens(r["from"], r["to"])]
+        return change
 
-def decide(mode: Propagation | None, topic: str, shape: TopicSchema, reference: TopicSchema | None) -> Decision:
+
+def decide(
+    mode: Propagation | None,
+    topic: str,
+    shape: TopicSchema,
+    reference: TopicSchema | None,
+    *,
+    accepted: bool = False,
+) -> Decision:
     """The decision for records of `shape` read from `topic`, against the shape the sink let
     through before (None: the topic is new to it, a first load: the target is made as the sink makes
-    it)."""
+    it). `accepted`: an operator accepted this very change after it paused the connector: it goes
+    through, propagated as `propagate_columns` would (or as `propagate_fully`, under that mode)."""
     if mode is None or reference is None or reference.fingerprint == shape.fingerprint:
         return Decision(topic)
     diff = diff_schemas(reference.document, shape.document)
+    if accepted:
+        return Decision(topic, diff)
     if mode == "ignore":
         return Decision(topic, diff, strip=tuple(c["name"] for c in diff.added))
     narrowed = [r for r in diff.retyped if not widens(r["from"], r["to"])]
@@ -97,8 +116,3 @@ def _summary(diff: SchemaDiff) -> str:
 
 def _shown(name: str) -> str:
     return one_line(name if len(name) <= 80 else name[:80] + "…")
-
-
-def changes_by_topic(decisions: Mapping[str, Decision]) -> dict[str, SchemaDiff]:
-    """The changes the sink applies to its targets, by topic read (none for a first load or no change)."""
-    return {t: d.diff for t, d in decisions.items() if d.diff is not None and not d.diff.empty}

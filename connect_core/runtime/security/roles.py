@@ -66,6 +66,8 @@ ROUTE_ROLES: Mapping[tuple[str, str], Role] = {
     ("GET", "/connectors/{connector}/topics"): V,
     ("PUT", "/connectors/{connector}/topics/reset"): C,
     ("GET", "/connectors/{connector}/offsets"): V,
+    ("GET", "/connectors/{connector}/schemas"): V,
+    ("POST", "/connectors/{connector}/schemas/accept"): C,
     ("PATCH", "/connectors/{connector}/offsets"): OP,
     ("DELETE", "/connectors/{connector}/offsets"): OP,
     ("GET", "/connector-plugins"): V,

@@ -43,6 +43,9 @@ class Pending:
     diff: Mapping[str, Any]
     reason: str
     run_id: int | None
+    #: accepted (`accept`): the sink's next run propagates it as `propagate_columns` would, and its
+    #: commit takes the shape as the connector's
+    accepted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,12 +54,13 @@ class Pending:
             "diff": dict(self.diff),
             "reason": self.reason,
             "run_id": self.run_id,
+            "accepted": self.accepted,
         }
 
     @classmethod
     def from_dict(cls, value: Mapping[str, Any]) -> Pending:
         shape = Shape(value["schema"], value["fingerprint"])
-        return cls(shape, value.get("diff", {}), value["reason"], value.get("run_id"))
+        return cls(shape, value.get("diff", {}), value["reason"], value.get("run_id"), bool(value.get("accepted")))
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,8 @@ class ConnectorSchemas:
             )
 
     def accept(self, connector: str, topics: list[str] | None = None) -> list[str]:
-        """Take each pending shape (of `topics`, or all) as the connector's own; the topics accepted."""
+        """Accept each pending change (of `topics`, or all): the sink's next run lets it through
+        (and its commit makes the shape the connector's). The topics accepted."""
         with self._sessions.begin() as s:
             query = select(ConnectorSchemaRow).where(
                 ConnectorSchemaRow.connector == connector, ConnectorSchemaRow.pending.is_not(None)
@@ -138,9 +143,8 @@ class ConnectorSchemas:
                 query = query.where(ConnectorSchemaRow.topic.in_(topics))
             accepted = []
             for row in s.scalars(query.with_for_update()).all():
-                pending = Pending.from_dict(row.pending or {})
-                row.fingerprint, row.schema = pending.schema.fingerprint, dict(pending.schema.document)
-                row.pending, row.updated_at = None, func.now()
+                row.pending = {**(row.pending or {}), "accepted": True}
+                row.updated_at = func.now()
                 accepted.append(row.topic)
             return sorted(accepted)
 

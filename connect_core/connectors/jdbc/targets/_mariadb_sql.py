@@ -36,6 +36,17 @@ def columns(cur: Any, table: tuple[str, ...]) -> dict[str, Column]:
     return {c: Column(n == "YES", str(t).lower(), m) for c, n, t, m in cur.fetchall()}
 
 
+def column_types(cur: Any, table: tuple[str, ...]) -> dict[str, str]:
+    """Each column's declared type (`varchar(255)`, `bigint(20) unsigned` …), as `MODIFY COLUMN` needs it."""
+    schema, name = (table[0], table[1]) if len(table) == 2 else (None, table[0])
+    cur.execute(
+        "SELECT column_name, column_type FROM information_schema.columns "
+        "WHERE table_schema = COALESCE(%s, DATABASE()) AND table_name = %s",
+        (schema, name),
+    )
+    return {c: str(t) for c, t in cur.fetchall()}
+
+
 def merge_sql(mode: str, table: str, stage: str, columns: list[str], keys: list[str], tombstones: bool = False) -> str:
     """The statement merging the staged rows `{where}` selects into `table`, in offset order; with
     `tombstones`, each key's newest row unless it is a tombstone (whose row was deleted)."""

@@ -41,8 +41,10 @@ from connect_core.connectors.jdbc._staging import (
     where_text,
 )
 from connect_core.connectors.jdbc.targets import BadRow, register
+from connect_core.connectors.jdbc.targets._evolution import evolution
 from connect_core.connectors.jdbc.targets._mariadb_sql import (
     Column,
+    column_types,
     columns,
     merge_in_chunks,
     merge_sql,
@@ -314,15 +316,27 @@ class MariaDbTarget:
                     defs.append(f"PRIMARY KEY ({', '.join(map(self.quote, layout.keys))})")
                 cur.execute(f"CREATE TABLE {table} ({', '.join(defs)}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
                 return columns(cur, layout.table)
+            evolve = evolution(self.cfg, layout, have)
             lacking = [c for c in layout.columns if c not in have]
-            if lacking and not self.cfg.auto_evolve:
+            if lacking and not evolve.add:
                 raise ConfigError(
                     f"table {table} lacks column(s) {lacking}: add them or set `auto.evolve`",
                     {"auto.evolve": [f"missing columns {lacking}"]},
                 )
-            for c in lacking:
-                cur.execute(f"ALTER TABLE {table} ADD COLUMN {self.quote(c)} {wanted[c]}")
-            return columns(cur, layout.table) if lacking else have
+            alter = [f"ADD COLUMN {self.quote(c)} {wanted[c]}" for c in lacking]
+            alter += [f"DROP COLUMN {self.quote(c)}" for c in evolve.drop]
+            if evolve.relax:
+                declared = column_types(cur, layout.table)  # MODIFY restates the whole column
+                alter += [f"MODIFY COLUMN {self.quote(c)} {declared[c]} NULL" for c in evolve.relax]
+            alter += [
+                f"MODIFY COLUMN {self.quote(c)} {wanted[c]} {'NULL' if have[c].nullable else 'NOT NULL'}"
+                for c in evolve.widen
+            ]
+            if not alter:
+                return have
+            cur.execute(f"ALTER TABLE {table} {', '.join(alter)}")
+            self.log.info("table %s: %s", table, ", ".join(alter))
+            return columns(cur, layout.table)
 
     def _create_stage(self, layout: Layout, tombstones: bool) -> None:
         schema = layout.df.schema

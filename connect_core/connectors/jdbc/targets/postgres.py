@@ -31,6 +31,7 @@ from connect_core.connectors.jdbc._staging import (
     where_text,
 )
 from connect_core.connectors.jdbc.targets import OFFSETS_TABLE, BadRow, _postgres_tolerant, register
+from connect_core.connectors.jdbc.targets._evolution import evolution
 from connect_core.connectors.jdbc.targets._postgres_sql import (
     BINARY_KIND,
     KINDS,
@@ -120,7 +121,7 @@ class PostgresTarget:
 
         cfg = self.cfg
         table, df, columns, keys = sql.Identifier(*layout.table), layout.df, layout.columns, layout.keys
-        self._ensure_table(table, df, columns, keys)
+        self._ensure_table(table, layout)
         tolerant = self.tolerant
         # Tolerating bad rows needs COPY's CSV path: its errors name the line (see `_postgres_tolerant`).
         plan = None if tolerant else self._binary_plan(table, df, columns)
@@ -424,9 +425,12 @@ class PostgresTarget:
                 (self.connector, topic, partition, end),
             )
 
-    def _ensure_table(self, table: Any, df: DataFrame, columns: list[str], keys: list[str]) -> None:
+    def _ensure_table(self, table: Any, layout: Layout) -> None:
+        """The table made (`auto.create`), or its columns evolved as `auto.evolve` and
+        `schema.propagation` say (`_evolution`), in one transaction."""
         from psycopg2 import sql
 
+        df, columns, keys = layout.df, layout.columns, layout.keys
         wanted = {c: self.dialect.column_type(df.schema[c]) for c in columns}  # raises on a type it cannot map
         with self._connect() as conn, conn.cursor() as cur:
             cur.execute("SELECT to_regclass(%s)", (table.as_string(conn),))
@@ -446,16 +450,25 @@ class PostgresTarget:
                 (table.as_string(conn),),
             )
             have = {r[0] for r in cur.fetchall()}
+            evolve = evolution(self.cfg, layout, have)
             lacking = [c for c in columns if c not in have]
-            if lacking and not self.cfg.auto_evolve:
+            if lacking and not evolve.add:
                 raise ConfigError(
                     f"table {table.as_string(conn)} lacks column(s) {lacking}: add them or set `auto.evolve`",
                     {"auto.evolve": [f"missing columns {lacking}"]},
                 )
-            for c in lacking:
-                cur.execute(
-                    sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(table, sql.Identifier(c), sql.SQL(wanted[c]))
+            alter = [sql.SQL("ADD COLUMN {} {}").format(sql.Identifier(c), sql.SQL(wanted[c])) for c in lacking]
+            alter += [sql.SQL("DROP COLUMN {}").format(sql.Identifier(c)) for c in evolve.drop]
+            alter += [sql.SQL("ALTER COLUMN {} DROP NOT NULL").format(sql.Identifier(c)) for c in evolve.relax]
+            alter += [
+                sql.SQL("ALTER COLUMN {} TYPE {} USING {}::{}").format(
+                    sql.Identifier(c), sql.SQL(wanted[c]), sql.Identifier(c), sql.SQL(wanted[c])
                 )
+                for c in evolve.widen
+            ]
+            if alter:
+                cur.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(alter)))
+                self.log.info("table %s: %s", table.as_string(conn), sql.SQL(", ").join(alter).as_string(conn))
 
     @classmethod
     def alter_offsets(
