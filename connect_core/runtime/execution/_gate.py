@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from connect_core.runtime.processing.contract import Contract, enforce, plan
+from connect_core.runtime.processing.contract import Contract, plan
+from connect_core.runtime.processing.discard import enforce
 from connect_core.runtime.topics.schemas import TooDeeplyNestedError, TopicSchema
 from connect_core.sdk.records import ArrowRecords, ErrantRecords
 

@@ -86,6 +86,23 @@ class TopicSchema:
     def key(self) -> list[str]:
         return list(self.document.get("key", []))
 
+    def envelope_rows(self) -> TopicSchema | None:
+        """For change events in Debezium's envelope (`before` and `after` structs, `op`): the schema
+        of the rows they carry, `after`'s fields as columns, with the events' key; None for other
+        records. A table's column added or retyped shows here as a column, not as a new `after` type."""
+        columns = {c["name"]: c for c in self.columns}
+        after = columns.get("after")
+        if after is None or "before" not in columns or "op" not in columns or "nested" not in after:
+            return None
+        from pyspark.sql.types import _parse_datatype_json_value
+
+        rows = [
+            _column(f["name"], _parse_datatype_json_value(f["type"]), f.get("nullable", True))
+            for f in after["nested"].get("fields", [])
+        ]
+        document = {**{k: v for k, v in self.document.items() if k in ("key", "key_type")}, "columns": rows}
+        return TopicSchema.from_document(document)
+
 
 def fingerprint(document: Mapping[str, Any]) -> str:
     """sha256 (hex) of `document` as compact JSON with sorted keys."""

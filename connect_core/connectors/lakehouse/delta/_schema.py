@@ -14,12 +14,14 @@ widened column. Either evolution commit is safe to repeat: a rerun finds it done
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from connect_core.connectors.lakehouse.delta.config import DeltaSinkConfig
 from connect_core.sdk.errors import ConfigError, DataError
+from connect_core.sdk.evolution import evolution
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -67,9 +69,21 @@ def check_partitions(cfg: DeltaSinkConfig, columns: pa.Schema, where: str) -> li
     return list(cfg.partition_by)
 
 
-def conform(table: DeltaTable, rows: pa.Table, cfg: DeltaSinkConfig, where: str) -> pa.Table:
-    """`rows` as the table's columns, evolving the table first where `cfg` allows: the rows cast to
-    the table's Arrow schema, null where they lack a column. `table` is updated in place."""
+def conform(
+    table: DeltaTable, rows: pa.Table, cfg: DeltaSinkConfig, where: str, changes: Mapping[str, Any] | None = None
+) -> pa.Table:
+    """`rows` as the table's columns, evolving the table first where `cfg` allows (and as
+    `schema.propagation` says for the topic's `changes`): the rows cast to the table's Arrow schema,
+    null where they lack a column. `table` is updated in place."""
+    keys = set(table.metadata().partition_columns)  # a partition column is never dropped
+    plan = evolution(cfg.schema_propagation, cfg.evolve_schema, changes, [f.name for f in table.schema().fields], keys)
+    for name in plan.relax:
+        if not next(f for f in table.schema().fields if f.name == name).nullable:
+            table.alter.drop_column_not_null(name)
+    if plan.relax:
+        table.update_incremental()
+    if plan.drop:
+        _drop(table, list(plan.drop))
     have = {f.name: _name(f.type) for f in table.schema().fields}
     wanted = delta_types(rows.schema)
     added, widened = [], []
@@ -85,7 +99,7 @@ def conform(table: DeltaTable, rows: pa.Table, cfg: DeltaSinkConfig, where: str)
                 )
             widened.append(name)
     if added or widened:
-        if not cfg.evolve_schema:
+        if not plan.add:
             what = [f"`{n}` ({wanted[n]})" for n in added] + [f"`{n}` to {wanted[n]}" for n in widened]
             raise DataError(
                 f"the records change Delta table `{where}`'s schema ({', '.join(what)}): set "
@@ -107,6 +121,22 @@ def _add(table: DeltaTable, columns: pa.Schema, names: list[str]) -> None:
 
     fields = {f.name: f for f in Schema.from_arrow(pa.schema([columns.field(n) for n in names])).fields}
     table.alter.add_columns([Field(n, fields[n].type, nullable=True) for n in names])
+    table.update_incremental()
+
+
+def _drop(table: DeltaTable, names: list[str]) -> None:
+    """Rewrite every row of `table` without the columns `names` (`schema.propagation=propagate_fully`):
+    delta-rs drops a column only by an overwrite of the table with the new schema."""
+    from deltalake import write_deltalake
+
+    old = table.to_pyarrow_table()
+    write_deltalake(
+        table,
+        old.drop_columns(names),
+        mode="overwrite",
+        schema_mode="overwrite",
+        partition_by=list(table.metadata().partition_columns) or None,
+    )
     table.update_incremental()
 
 

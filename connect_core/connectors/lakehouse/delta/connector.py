@@ -51,6 +51,7 @@ class DeltaSinkTask(SinkTask):
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
         written = deleted = 0
+        self.changes = batch.schema_changes  # topic → how its columns changed (`schema.propagation`)
         #: table URI → its version after this run's commits, and the data files and bytes they added
         self.versions: dict[str, int] = {}
         self.added = [0, 0]
@@ -98,7 +99,7 @@ class DeltaSinkTask(SinkTask):
             partition_by = self._new_table(where, values.schema)
             target = values.schema
         else:
-            target = _schema.conform(table, values, self.cfg, where.uri).schema
+            target = _schema.conform(table, values, self.cfg, where.uri, self.changes.get(topic)).schema
             partition_by = list(table.metadata().partition_columns)
         started = time.monotonic()
         written = _spread.spread(records, held, target, _write.FileWriter(where, partition_by))
@@ -145,7 +146,7 @@ class DeltaSinkTask(SinkTask):
             # a new table has no rows to delete: its first commit creates it with the rows and offsets
             _write.append(where, None, values, txns, self._new_table(where, values.schema))
         else:
-            values = _schema.conform(table, values, self.cfg, where.uri)
+            values = _schema.conform(table, values, self.cfg, where.uri, self.changes.get(topic))
             if keys is not None:
                 _write.merge(where, table, values, keys, txns)
             else:

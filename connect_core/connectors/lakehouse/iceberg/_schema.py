@@ -9,12 +9,14 @@ rewriting the table, and guessing a cast would silently change data.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from connect_core.connectors.lakehouse.iceberg.config import IcebergSinkConfig, partition_fields
 from connect_core.sdk.errors import ConfigError, DataError
+from connect_core.sdk.evolution import evolution
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -78,13 +80,27 @@ def _transform(name: str, width: int | None) -> Any:
     return t.BucketTransform(width) if name == "bucket" else t.TruncateTransform(width)
 
 
-def conform(table: Table, rows: pa.Table, cfg: IcebergSinkConfig, name: str) -> tuple[Table, pa.Table]:
-    """`rows` as the table's columns (evolving the table first where `cfg` allows): the table
-    (reloaded if it changed) and the rows cast to its Arrow schema, null where they lack a column."""
+def conform(
+    table: Table, rows: pa.Table, cfg: IcebergSinkConfig, name: str, changes: Mapping[str, Any] | None = None
+) -> tuple[Table, pa.Table]:
+    """`rows` as the table's columns (evolving the table first where `cfg` allows, and as
+    `schema.propagation` says for the topic's `changes`): the table (reloaded if it changed) and
+    the rows cast to its Arrow schema, null where they lack a column."""
     from pyiceberg.catalog import Catalog
 
     wanted = Catalog._convert_schema_if_needed(rows.schema)
     current = table.schema()
+    keys = {str(current.find_column_name(i)) for i in current.identifier_field_ids}
+    plan = evolution(cfg.schema_propagation, cfg.evolve_schema, changes, current.column_names, keys)
+    relax = [n for n in plan.relax if current.find_field(n).required]
+    if plan.drop or relax:
+        with table.update_schema() as update:
+            for n in plan.drop:
+                update.delete_column(n)
+            for n in relax:
+                update.update_column(n, required=False)
+        table = table.refresh()
+        current = table.schema()
     added, widened = [], []
     for field in wanted.fields:
         have = current.find_field(field.name) if field.name in current.column_names else None
@@ -101,7 +117,7 @@ def conform(table: Table, rows: pa.Table, cfg: IcebergSinkConfig, name: str) -> 
                 )
             widened.append(field)
     if added or widened:
-        if not cfg.evolve_schema:
+        if not plan.add:
             what = [f"`{f.name}` ({f.field_type})" for f in added] + [f"`{f.name}` to {f.field_type}" for f in widened]
             raise DataError(
                 f"the records change table `{name}`'s schema ({', '.join(what)}): set "

@@ -52,6 +52,7 @@ class IcebergSinkTask(SinkTask):
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
         self.versions.clear()  # an attempt's own commits (a retried write runs again)
+        self.changes = batch.schema_changes  # topic → how its columns changed (`schema.propagation`)
         report = dict.fromkeys(WRITE_REPORT, 0)  # rows written, keys deleted, files and bytes added
         for topic in sorted({tp.topic for tp in batch.partitions}):
             records = batch.arrow(topic)
@@ -113,7 +114,7 @@ class IcebergSinkTask(SinkTask):
         values = _changes.value_rows(_spread.empty(records))
         if table is None:
             table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
-        table, _ = _schema.conform(table, values, self.cfg, name)
+        table, _ = _schema.conform(table, values, self.cfg, name, self.changes.get(topic))
         started = time.monotonic()
         written = _spread.spread(records, held.get(topic, {}), table.schema().as_arrow(), _write.FileWriter(table))
         spent = time.monotonic() - started
@@ -155,7 +156,7 @@ class IcebergSinkTask(SinkTask):
             values = _changes.value_rows(fresh)
         if table is None:
             table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
-        table, values = _schema.conform(table, values, self.cfg, name)
+        table, values = _schema.conform(table, values, self.cfg, name, self.changes.get(topic))
         reached = {**held, topic: {**held.get(topic, {}), **_changes.next_offsets(fresh)}}
         files, size, self.versions[name] = _write.commit(
             table, values, keys, {_offsets.key(self.context.connector): _offsets.encode(reached)}
