@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PROPAGATING", "Evolution", "evolution"]
+__all__ = ["PROPAGATING", "Evolution", "cast", "evolution", "numbers_fit"]
 
 #: The `schema.propagation` modes under which a change that reaches the sink is applied to the target
 #: (under `pause`, a change reaches it only once accepted: it goes as `propagate_columns`).
@@ -57,3 +57,33 @@ def evolution(
     if mode == "propagate_fully":
         return Evolution(add=True, drop=dropped, widen=widened)
     return Evolution(add=True, relax=dropped, widen=widened)
+
+
+def numbers_fit(values: Any, kind: Any) -> bool:
+    """Whether the numbers `values` (a pyarrow array) are all values of the numeric Arrow type `kind`
+    (a safe cast: nothing rounded, nothing out of range). How a sink takes a narrowing an operator
+    accepted: its wider column keeps taking the values that fit it; a value that does not is still
+    refused. Not numbers on both sides: False (a string is never read as a number)."""
+    import pyarrow as pa
+
+    def numeric(t: Any) -> bool:
+        return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
+
+    if not (numeric(values.type) and numeric(kind)):
+        return False
+    try:
+        cast(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def cast(values: Any, kind: Any) -> Any:
+    """`values` (a pyarrow array) as Arrow type `kind`, safely (ArrowInvalid when a value changes).
+    pyarrow sizes an integer's decimal by its type (an int32 needs 10 digits), not by its values:
+    an integer goes to a decimal through the widest decimal of its scale, then to `kind`."""
+    import pyarrow as pa
+
+    if pa.types.is_decimal(kind) and pa.types.is_integer(values.type):
+        values = values.cast(pa.decimal128(38, min(kind.scale, 18)), safe=True)
+    return values.cast(kind, safe=True)

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from connect_core.connectors.lakehouse import _changes
+from connect_core.sdk.evolution import cast
 from connect_core.sdk.records import ArrowRecords
 
 __all__ = ["Spread", "empty", "shaped", "spread"]
@@ -49,7 +50,7 @@ def empty(records: ArrowRecords) -> pa.Table:
 def shaped(values: pa.Table, target: pa.Schema) -> pa.Table:
     """`values` as `target`'s columns: cast, null where they lack one (a table's older columns)."""
     arrays = [
-        values[f.name].cast(f.type) if f.name in values.column_names else pa.nulls(values.num_rows, f.type)
+        cast(values[f.name], f.type) if f.name in values.column_names else pa.nulls(values.num_rows, f.type)
         for f in target
     ]
     return pa.Table.from_arrays(arrays, schema=target)

@@ -94,6 +94,8 @@ class Gate:
         if enforced.errant is not None:
             aside.divert(enforced.errant)
         aside.discard(enforced.counts)
+        if any(c.kind == "key" for c in checked.changes):  # every record set aside: the topic keeps its key
+            return enforced.records, self.reference(topic)
         return enforced.records, shape_of(topic, enforced.records.schema)
 
     def _load(self) -> dict[str, Reference]:

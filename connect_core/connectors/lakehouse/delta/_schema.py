@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from connect_core.connectors.lakehouse.delta.config import DeltaSinkConfig
 from connect_core.sdk.errors import ConfigError, DataError
-from connect_core.sdk.evolution import evolution
+from connect_core.sdk.evolution import cast, evolution, numbers_fit
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -92,6 +92,8 @@ def conform(
         if old is None:
             added.append(name)
         elif old != kind and not widens(kind, old):  # a narrower value fits: cast below
+            if not widens(old, kind) and numbers_fit(rows[name], _arrow_type(table, name)):
+                continue  # an accepted narrowing: these values fit the column as it is
             if not widens(old, kind):
                 raise DataError(
                     f"column `{name}` of Delta table `{where}` is {old} and the records hold {kind}: Delta widens "
@@ -111,7 +113,7 @@ def conform(
             _widen(table, rows.schema, widened)
     target = pa.schema(table.schema().to_arrow())
     arrays = [
-        rows[f.name].cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in target
+        cast(rows[f.name], f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type) for f in target
     ]
     return pa.Table.from_arrays(arrays, schema=target)
 
@@ -122,6 +124,10 @@ def _add(table: DeltaTable, columns: pa.Schema, names: list[str]) -> None:
     fields = {f.name: f for f in Schema.from_arrow(pa.schema([columns.field(n) for n in names])).fields}
     table.alter.add_columns([Field(n, fields[n].type, nullable=True) for n in names])
     table.update_incremental()
+
+
+def _arrow_type(table: DeltaTable, name: str) -> pa.DataType:
+    return pa.schema(table.schema().to_arrow()).field(name).type
 
 
 def _drop(table: DeltaTable, names: list[str]) -> None:

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from connect_core.connectors.lakehouse.iceberg.config import IcebergSinkConfig, partition_fields
 from connect_core.sdk.errors import ConfigError, DataError
-from connect_core.sdk.evolution import evolution
+from connect_core.sdk.evolution import cast, evolution, numbers_fit
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -107,7 +107,7 @@ def conform(
         if have is None:
             added.append(field)
         elif have.field_type != field.field_type:
-            if _fits(field.field_type, have.field_type):
+            if _fits(field.field_type, have.field_type) or _values_fit(rows[field.name], have.field_type):
                 continue  # narrower values into a wider column: cast below
             if not _widens(have.field_type, field.field_type):
                 raise DataError(
@@ -133,7 +133,7 @@ def conform(
     arrays = []
     for f in target:
         if f.name in rows.column_names:
-            arrays.append(rows[f.name].cast(f.type))
+            arrays.append(cast(rows[f.name], f.type))
         else:
             arrays.append(pa.nulls(rows.num_rows, f.type))
     return table, pa.Table.from_arrays(arrays, schema=target)
@@ -153,6 +153,17 @@ def _widens(old: Any, new: Any) -> bool:
         and new.scale == old.scale
         and new.precision > old.precision
     )
+
+
+def _values_fit(values: Any, column: Any) -> bool:
+    """Whether these numbers go into a numeric column of another type unchanged (an accepted narrowing
+    of the topic, `schema.propagation`: a decimal(10,2) column keeps taking ints that fit it)."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import NestedField
+
+    kind = schema_to_pyarrow(Schema(NestedField(1, "v", column, required=False))).field(0).type
+    return numbers_fit(values, kind)
 
 
 def _fits(value: Any, column: Any) -> bool:
