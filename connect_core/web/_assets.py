@@ -50,6 +50,7 @@ dialog.confirm p{margin:0 0 .8rem} dialog.confirm button{font-size:.85rem;paddin
 .muted{color:#6b7280} .cause{margin:.3rem 0} .cause strong{color:#b91c1c} .cause.past strong{color:#6b7280}
 .written{margin:.3rem 0} .cause-line{margin:.1rem 0;font-weight:600} div.error{margin:.2rem 0 .6rem} td.times{font-size:.8rem}
 summary{cursor:pointer;color:#1d4ed8;font-size:.8rem}
+div.schema-change{margin:.2rem 0 .6rem} pre.diff{margin:.2rem 0;font-size:.85rem}
 button.linkish{text-align:left;border:0;background:none;color:#1d4ed8;text-decoration:underline;padding:0;font-size:inherit}
 td.spark{white-space:nowrap} svg.spark{vertical-align:middle}
 svg.spark polyline{fill:none;stroke:#2563eb;stroke-width:1.5}

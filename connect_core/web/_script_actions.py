@@ -172,6 +172,9 @@ ACTIONS_SCRIPT = r"""
       case "pause": return { steps: [["PUT", p + "/pause"]], done: "paused" };
       case "resume": return { steps: [["PUT", p + "/resume"]], done: "resumed" };
       case "trigger": return { steps: [["POST", p + "/trigger"]], done: "run asked for (queued in Airflow)" };
+      case "schema-accept": return { ask: "Accept the schema change " + name + " paused on? Its next run lets it " +
+        "through to the target, and it resumes.", label: "Accept", steps: [["POST", p + "/schemas/accept"]],
+        done: "schema change accepted, resumed" };
       case "restart-failed": return { ask: "Restart the failed tasks of " + name + "?", label: "Restart failed",
         steps: [["POST", p + "/restart?includeTasks=true&onlyFailed=true"]], done: "failed tasks restarted" };
       case "restart-all": return { ask: "Restart all tasks of " + name + "?", label: "Restart all",
@@ -209,6 +212,7 @@ ACTIONS_SCRIPT = r"""
       }
       const warning = res && res.headers.get("Connect-Warning");  // done, but Airflow's DAG not updated
       say(name + ": " + todo.done + (warning ? " (warning: its DAG was not updated: " + warning + ")" : ""), !!warning);
+      if (entry.detail && (action === "schema-accept" || action === "reset")) fillDetail(entry, true);
     } catch (e) {
       say(name + ": " + action + " failed: " + e.message, true);
     }
@@ -244,9 +248,9 @@ ACTIONS_SCRIPT = r"""
   tbody.addEventListener("click", (event) => {
     const b = event.target.closest("button[data-action]");
     if (!b) return;
-    const tr = b.closest("tr[data-name]");
+    const tr = b.closest("tr[data-name]") || b.closest("tr[data-detail-of]");  // a row, or its details
     if (!tr) return;
-    const name = tr.dataset.name;
+    const name = tr.dataset.name || tr.dataset.detailOf;
     if (b.dataset.action === "details") toggleDetail(name);
     else act(name, b.dataset.action);
   });

@@ -61,6 +61,42 @@ DETAILS_SCRIPT = r"""
     return box;
   }
 
+  /** The schema changes the connector paused on (`schema.propagation`), each with its diff, and
+   * what can be done: accept it (the next run lets it through), or start over (reset offsets).
+   * Names and types come from the records: text only. */
+  function schemaBox(schemas) {
+    const box = document.createDocumentFragment();
+    const topics = schemas && typeof schemas.topics === "object" && schemas.topics ? schemas.topics : {};
+    const pending = Object.entries(topics).filter(([, t]) => t && t.pending);
+    if (!pending.length) return box;
+    section(box, "Schema change (paused)");
+    for (const [topic, t] of pending) {
+      const p = t.pending;
+      const item = el("div", null, "schema-change");
+      item.dataset.topic = topic;
+      item.appendChild(el("p", "topic " + topic + ": " + String(p.reason || ""), "cause-line"));
+      const d = p.diff && typeof p.diff === "object" ? p.diff : {};
+      const lines = [];
+      for (const c of d.added || []) lines.push("+ added    " + c.name + " " + c.type);
+      for (const c of d.dropped || []) lines.push("- dropped  " + c.name + " " + c.type);
+      for (const r of d.retyped || []) lines.push("~ retyped  " + r.name + ": " + r.from + " → " + r.to);
+      if (d.key) lines.push("~ key      " + [].concat(d.key.from).join(", ") + " → " + [].concat(d.key.to).join(", "));
+      item.appendChild(el("pre", lines.join("\n"), "diff"));
+      if (p.accepted) item.appendChild(el("p", "accepted: the next run lets it through", "muted"));
+      else if (ROLE >= 2) {
+        const actions = el("p");
+        actions.appendChild(button("schema-accept", "Accept change"));
+        if (ROLE >= 3) {
+          actions.appendChild(document.createTextNode(" "));
+          actions.appendChild(button("reset", "Reset offsets (start over)", true));
+        }
+        item.appendChild(actions);
+      }
+      box.appendChild(item);
+    }
+    return box;
+  }
+
   /** A sink's tables at the version each was left by the last committed run that wrote it (a
    * plugin's text: shown as text only). Empty for a source, or a sink that reports no tables. */
   function tablesBox(c) {
@@ -154,8 +190,8 @@ DETAILS_SCRIPT = r"""
     const c = entry.data;
     const td = entry.detail.firstChild;
     if (!td.querySelector(".tasks")) {
-      td.replaceChildren(el("div", null, "top"), el("div", null, "tables"), el("div", null, "tasks"),
-        el("div", null, "errors"), el("div", null, "runs"));
+      td.replaceChildren(el("div", null, "top"), el("div", null, "schema"), el("div", null, "tables"),
+        el("div", null, "tasks"), el("div", null, "errors"), el("div", null, "runs"));
     }
     td.querySelector(".top").replaceChildren(causeBox(c));
     td.querySelector(".tables").replaceChildren(tablesBox(c));
@@ -166,15 +202,17 @@ DETAILS_SCRIPT = r"""
     const p = "connectors/" + encodeURIComponent(c.name);
     try {
       const q = "?connector=" + encodeURIComponent(c.name);
-      const [errors, runs, status] = await Promise.all([
+      const [errors, runs, status, schemas] = await Promise.all([
         fetch(new URL("errors.json" + q, SELF), { credentials: "same-origin" }).then((r) => (r.ok ? r.json() : [])),
         call("GET", p + "/runs?limit=10").then((r) => r.json()),
         call("GET", p + "/status").then((r) => r.json()),
+        call("GET", p + "/schemas").then((r) => r.json()).catch(() => ({})),
       ]);
       entry.traces = {};
       for (const t of status.tasks || []) if (t.trace) entry.traces[t.id] = String(t.trace);
       if (!entry.detail) return;  // closed meanwhile
       td.querySelector(".tasks").replaceChildren(tasksTable(entry.data, entry.traces));
+      td.querySelector(".schema").replaceChildren(schemaBox(schemas));
       errorsBox.replaceChildren(errorsList(errors));
       runsBox.replaceChildren(runsTable(runs));
     } catch (e) {

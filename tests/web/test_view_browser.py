@@ -26,6 +26,13 @@ from connect_core.runtime.execution.runner import _write_report
 from connect_core.runtime.store.states import RunState
 from connect_core.web.view import create_view_app
 from tests.conftest import file_pair, make_runner
+from tests.connectors.jdbc_helpers import (  # noqa: F401  (fixtures)
+    Database,
+    create_upsert_sink,
+    postgres,
+    synced,
+    target,
+)
 from tests.rest.conftest import Served, serve
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "_artifacts"
@@ -76,8 +83,8 @@ def test_view_acts_through_the_rest_api(runtime: Runtime, spark: Any, tmp_path: 
         )
     # A sink's table as a plugin named it (hostile text), committed as the runner records it.
     lease = runtime.runs.acquire("fileSinkConnector", 0, 60)
-    target = _write_report({"tables": [{"name": HOSTILE, "version": "<b>7</b>"}]})
-    runtime.runs.commit(lease, CommitRequest(stats={"rows": 0, "target": target}))
+    report = _write_report({"tables": [{"name": HOSTILE, "version": "<b>7</b>"}]})
+    runtime.runs.commit(lease, CommitRequest(stats={"rows": 0, "target": report}))
     rest = httpx.Client(base_url=f"{site.url}/connect", timeout=10)
 
     def state(name: str) -> str:
@@ -186,3 +193,66 @@ def test_view_acts_through_the_rest_api(runtime: Runtime, spark: Any, tmp_path: 
         browser.close()
     assert not dialogs, dialogs  # never alert(1), nor a confirm() a sandboxed iframe would ignore
     assert not errors, errors
+
+
+def test_a_sink_paused_on_a_schema_change_shows_the_diff_and_is_accepted_in_the_view(
+    runtime: Runtime,
+    spark: Any,
+    postgres: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+    site: Served,
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    postgres.execute("CREATE TABLE orders (id int PRIMARY KEY, qty bigint)", "INSERT INTO orders VALUES (1, 1)")
+    runtime.create_connector(
+        "src",
+        postgres.source_config(
+            mode="incrementing", **{"incrementing.column.name": "id", "table.whitelist": "orders", "topic.prefix": ""}
+        ),
+    )
+    create_upsert_sink(runtime, target, "orders", **{"schema.propagation": "propagate_columns"})
+    runner = make_runner(runtime, spark)
+    synced(runner, "src", "sink")
+    # `qty` narrowed and a column added: a breaking change, so the sink pauses on it
+    postgres.execute(
+        "ALTER TABLE orders ALTER COLUMN qty TYPE int",
+        "ALTER TABLE orders ADD COLUMN note text",
+        "INSERT INTO orders VALUES (2, 2, 'n')",
+    )
+    synced(runner, "src")
+    assert runner.run("sink", 0).state == "FAILED"
+    rest = httpx.Client(base_url=f"{site.url}/connect", timeout=10)
+    assert rest.get("/connectors/sink/status").json()["connector"]["state"] == "PAUSED"
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 900})
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{site.url}/connect-ui/")
+        page.locator("#connectors tbody[data-rendered='2']").wait_for(timeout=15_000)
+        page.get_by_role("button", name="sink", exact=True).click()
+        change = page.locator("tr[data-detail-of='sink'] div.schema-change[data-topic='orders']")
+        change.wait_for(timeout=10_000)
+        text_shown = change.inner_text()
+        assert "narrowed from bigint to int" in text_shown and "~ retyped  qty: bigint → int" in text_shown
+        assert "+ added    note string" in text_shown
+        page.screenshot(path=str(ARTIFACTS / "connect-view-schema-change.png"), full_page=True)
+        change.get_by_role("button", name="Accept change", exact=True).click()
+        confirm = page.get_by_role("dialog")
+        assert confirm.get_by_text("Accept the schema change sink paused on?").is_visible()
+        confirm.get_by_role("button", name="Accept", exact=True).click()
+        page.get_by_text("sink: schema change accepted, resumed").wait_for()
+        _until(lambda: rest.get("/connectors/sink/status").json()["connector"]["state"] == "RUNNING", "RUNNING")
+        pending = rest.get("/connectors/sink/schemas").json()["topics"]["orders"]["pending"]
+        assert pending["accepted"] is True
+        page.locator("tr[data-detail-of='sink'] .schema-change", has_text="accepted: the next run").wait_for()
+        browser.close()
+    assert not dialogs and not errors, (dialogs, errors)
+    # the accepted change goes through on the next run: the column added, the wider qty kept
+    assert runner.run("sink", 0).state == "SUCCEEDED"
+    assert target.rows("SELECT id, qty FROM orders ORDER BY id") == [(1, 1), (2, 2)]
+    assert rest.get("/connectors/sink/schemas").json()["topics"]["orders"]["pending"] is None
