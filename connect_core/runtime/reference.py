@@ -165,9 +165,16 @@ def _connector_section(plugin: Plugin) -> list[str]:
     lines = [f"### {plugin.name}", ""]
     lines += _about(plugin.type, plugin.class_path, plugin.aliases, plugin.cls.__doc__ or "")
     lines += [f"Takes the keys of *{_BASES[0][1]}* and of *{_base_title(base)}*, and these:", ""]
-    keys = config_keys(model, skip=base)
+    keys = config_keys(model, skip=base) + _pattern_keys(model)
     lines += [*_table(keys), ""] if keys else ["No keys of its own.", ""]
     return lines
+
+
+def _pattern_keys(model: type[ConnectorConfig]) -> list[ConfigKey]:
+    """Keys whose names carry a value (Debezium's `column.mask.with.<n>.chars`), which a model reads
+    from its extra keys and declares by pattern (`pattern_keys`)."""
+    declared: tuple[tuple[str, str], ...] = getattr(model, "pattern_keys", ())
+    return [ConfigKey(pattern, "list", "", (), text, False) for pattern, text in declared]
 
 
 def _transform_sections(plugins: Iterable[TransformPlugin], base: type[BaseModel]) -> Iterator[list[str]]:

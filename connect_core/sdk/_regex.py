@@ -14,13 +14,17 @@ and set operations, Python as literals (with a FutureWarning per pattern).
 Backtracking: patterns here match topic and table names (at most a few hundred characters, each
 distinct name matched once per batch), so nested quantifiers (`(a+)+`) are accepted as Kafka and
 Debezium accept them; they cost the connector's own runs, never the REST server's requests.
+Patterns matched against names a database server supplies (CDC include lists, column masks) are
+compiled for RE2 as well (`linear_regex`), which matches in time linear in the name.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Any
 
-__all__ = ["MAX_GROUP_DEPTH", "MAX_PATTERN_LENGTH", "compile_user_regex", "group_depth"]
+__all__ = ["MAX_GROUP_DEPTH", "MAX_PATTERN_LENGTH", "compile_user_regex", "group_depth", "linear_regex"]
 
 #: Longest pattern accepted (a topic pattern is tens of characters; a list of names a few KB).
 MAX_PATTERN_LENGTH = 10_000
@@ -114,3 +118,24 @@ def compile_user_regex(pattern: str, key: str, *, flags: int = 0) -> re.Pattern[
         # RecursionError: a construct the depth count does not see; OverflowError: a repetition
         # count past the engine's maximum. Neither traceback says more than this line.
         raise ValueError(f"`{key}`: regular expression {shown!r} is too complex ({type(exc).__name__})") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def linear_regex(pattern: str, *, ignore_case: bool = False) -> Any:
+    """`pattern` for RE2, which matches in time linear in the name: names that come from a server the
+    connector points at (anyone's) are matched with it, where a backtracking `(a+)+` over a crafted
+    60-character name would hold the process for hours. A pattern RE2 cannot run (back-references,
+    look-around) is a ValueError. Check its bounds with `compile_user_regex` first."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = not ignore_case
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        shown = pattern if len(pattern) <= 60 else pattern[:60] + "…"
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(
+            f"`{shown}` uses what a linear-time matcher cannot run ({detail}): no back-references or look-around"
+        ) from None

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # the SDK imports without Spark or pyarrow
 __all__ = [
     "HEADERS_COLUMN",
     "KEY_COLUMN",
+    "MASKED_METADATA",
     "RECORD_COLUMNS",
     "RESERVED_COLUMNS",
     "TIMESTAMP_COLUMN",
@@ -66,6 +67,9 @@ RECORD_COLUMNS = (KEY_COLUMN, HEADERS_COLUMN, TIMESTAMP_COLUMN, TOMBSTONE_COLUMN
 #: a topic's files keep for the runtime (`__run`, `__seq`: which run wrote a row, in what order).
 RESERVED_COLUMNS = frozenset((*RECORD_COLUMNS, "__topic", "__partition", "__offset", "__run", "__seq"))
 _RUNTIME_PREFIX = "__connect_"  # the runtime's working columns (staging, errant records)
+#: Field metadata saying how a column's values were hidden before the topic (`hash SHA-256`,
+#: `mask 4 chars`, `truncate 20 chars`): written with the topic's schema, reported by lineage.
+MASKED_METADATA = "connect.masked"
 
 
 def column(name: str) -> Column:
@@ -125,6 +129,12 @@ class Transformation(ABC, Generic[C]):
     @abstractmethod
     def arrow(self, batch: pa.RecordBatch) -> dict[str, pa.Array]:
         """The same columns computed over one Arrow record batch."""
+
+    def column_notes(self) -> dict[str, str]:
+        """Fields whose values the transform hides, and how (`{"email": "HMAC-SHA256, hex"}`; a key's
+        fields as `__key.<field>`), for lineage's column-level notes. Never a key or a salt: lineage
+        events leave the platform."""
+        return {}
 
     def route_topic(self, topic: str) -> str | None:
         """For a router: the topic a record of `topic` goes to, when that depends on the topic name

@@ -12,10 +12,11 @@ import time
 import zlib
 from typing import Any, Literal
 
-import re2
 from pydantic import Field, field_validator
 
+from connect_core.connectors._masks import ColumnMaskConfig
 from connect_core.sdk import compile_user_regex
+from connect_core.sdk._regex import linear_regex
 from connect_core.sdk.config import SourceConnectorConfig, TopicList
 
 __all__ = ["CdcConfig", "MariaDbCdcConfig", "PostgresCdcConfig", "captured", "server_identity"]
@@ -29,8 +30,11 @@ _SLOT = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 LEGACY_SLOT, LEGACY_PUBLICATION = "debezium", "dbz_publication"
 
 
-class CdcConfig(SourceConnectorConfig):
-    """What every change-data-capture source takes: the server, the tables, the run's bounds."""
+class CdcConfig(SourceConnectorConfig, ColumnMaskConfig):
+    """What every change-data-capture source takes: the server, the tables, the run's bounds; and
+    Debezium's column masks (`column.mask.hash.<algorithm>.with.salt.<salt>`,
+    `column.mask.with.<n>.chars`, `column.truncate.to.<n>.chars`) on `<schema>.<table>.<column>`
+    (MariaDB: `<database>.<table>.<column>`), in `before`, `after` and the key."""
 
     database_hostname: str = Field(alias="database.hostname", min_length=1, description="Database host.")
     database_user: str = Field(alias="database.user", min_length=1, description="The capture user.")
@@ -321,19 +325,7 @@ def captured(name: str, include: list[str], exclude: list[str]) -> bool:
     return not any(_compiled(p).fullmatch(name) for p in exclude)
 
 
-@functools.lru_cache(maxsize=256)
 def _compiled(pattern: str) -> Any:
-    """`pattern` for RE2, which matches in time linear in the name: the names come from the server the
-    connector points at (anyone's), and the match runs inside a REST request at create, where a
-    backtracking `(a+)+` over a crafted 60-character table name would hold the process for hours.
-    A pattern RE2 cannot run (back-references, look-around) is refused."""
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except re2.error as exc:
-        shown = pattern if len(pattern) <= 60 else pattern[:60] + "…"
-        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ValueError(
-            f"`{shown}` uses what a linear-time matcher cannot run ({detail}): no back-references or look-around"
-        ) from None
+    """`pattern` for RE2 (`linear_regex`): the names come from the server the connector points at, and
+    the match runs inside a REST request at create. A pattern RE2 cannot run is refused."""
+    return linear_regex(pattern)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from connect_core.connectors._masks import ColumnMasks
+from connect_core.connectors.cdc._masked import annotated, masked_events
 from connect_core.sdk import ArrowRecords
 from connect_core.sdk.errors import ConfigError, DataError
 
@@ -305,21 +307,24 @@ class ChangeTable:
                 raise _Retyped(name) from exc
         return from_text(self.topic, name, kind, pa.array(values, pa.string()))
 
-    def records(self, spark: SparkSession) -> ArrowRecords:
+    def records(self, spark: SparkSession, masks: ColumnMasks | None = None) -> ArrowRecords:
         """The events as records the runtime writes from the driver (no Spark job)."""
-        return records_of(spark, self.table())
+        return records_of(spark, self.table(), masks)
 
 
-def records_of(spark: SparkSession, table: pa.Table) -> ArrowRecords:
-    """An Arrow table of events as records the runtime writes from the driver (no Spark job)."""
+def records_of(spark: SparkSession, table: pa.Table, masks: ColumnMasks | None = None) -> ArrowRecords:
+    """An Arrow table of events as records the runtime writes from the driver (no Spark job), with
+    the columns the connector's column `masks` name hidden (`_masked`)."""
     from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import LongType, StructField, StructType
 
+    rules: dict[str, Any] = {}
+    if masks:
+        table, rules = masked_events(table, masks, UNAVAILABLE)
     batches = table.to_batches()
     units = StructType([StructField("unit", LongType())])
-    return ArrowRecords(
-        spark, [(0,)], units, lambda _: iter(batches), from_arrow_schema(table.schema), partitions=1, in_driver=True
-    )
+    schema = annotated(from_arrow_schema(table.schema), rules)
+    return ArrowRecords(spark, [(0,)], units, lambda _: iter(batches), schema, partitions=1, in_driver=True)
 
 
 def from_text(topic: str, name: str, kind: pa.DataType, texts: pa.Array) -> pa.Array:

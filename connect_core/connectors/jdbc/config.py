@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from connect_core.connectors._masks import ColumnMaskConfig
 from connect_core.connectors.jdbc.dialects import dialect_for, parse_identifier
 from connect_core.sdk._paths import DriverJar
 from connect_core.sdk.config import (
@@ -77,7 +78,12 @@ class JdbcConnectionConfig(ConnectorConfig):
         return value
 
 
-class JdbcSourceConfig(SourceConnectorConfig, JdbcConnectionConfig):
+class JdbcSourceConfig(SourceConnectorConfig, JdbcConnectionConfig, ColumnMaskConfig):
+    """Also Debezium's column masks (`column.mask.hash.<algorithm>.with.salt.<salt>`,
+    `column.mask.with.<n>.chars`, `column.truncate.to.<n>.chars`): a column is named
+    `<schema>.<table>.<column>` (MariaDB: `<database>.<table>.<column>`), or by its table as
+    `table.whitelist` writes it; a query's columns by the topic's name (`<topic>.<column>`)."""
+
     mode: SourceMode = Field(
         default="bulk",
         description="bulk (whole table each run), incrementing, timestamp, or timestamp+incrementing (Kafka's modes).",

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from connect_core.connectors._masks import ColumnMasks, masked_frame, masked_records
 from connect_core.connectors.jdbc._jdbc import Column, Jdbc, jdbc_errors
 from connect_core.connectors.jdbc.config import JdbcSourceConfig
 from connect_core.connectors.jdbc.dialects import driver_jars, lineage_datasets, parse_identifier
@@ -67,6 +68,7 @@ class JdbcSourceTask(SourceTask):
         jdbc = Jdbc(spark, cfg)
         records: dict[str, DataFrame | ArrowRecords] = {}
         reached: list[SourcePosition] = []
+        masks = cfg.column_masks()
         for source in _sources(cfg, jdbc):
             window = _Window(cfg, jdbc, source)
             df, offset = window.read(positions.offset(source.key))
@@ -78,10 +80,29 @@ class JdbcSourceTask(SourceTask):
                 how += " in the driver" if df.in_driver else f" in {len(df.units)} Spark partition(s)"
             self.log.info("%s: reading the window through %s", source.topic, how)
             key = list(cfg.key_fields) or (jdbc.primary_key(source.table) if source.table is not None else [])
+            df = self._masked(masks, jdbc, source, df, key)
             records[source.topic] = keyed(df, key) if key else df
             if offset is not None:
                 reached.append(SourcePosition(source.key, offset))
         return SourceBatch(records, tuple(reached))
+
+    def _masked(
+        self, masks: ColumnMasks, jdbc: Jdbc, source: _Source, df: DataFrame | ArrowRecords, key: list[str]
+    ) -> DataFrame | ArrowRecords:
+        """`df` with the columns the column masks name hidden, before the key is taken from them (so
+        neither the value nor the key holds what they hide)."""
+        if not masks:
+            return df
+        if source.table is None:
+            tables = [source.topic]  # a query's columns have no table: the topic stands for it
+        else:
+            tables = list(dict.fromkeys([jdbc.dialect.qualified_table(source.table), ".".join(source.table)]))
+        columns = df.schema.fieldNames() if isinstance(df, ArrowRecords) else df.columns
+        rules = masks.for_columns(tables, columns, key)
+        if not rules:
+            return df
+        self.log.info("%s: hiding %s", source.topic, ", ".join(f"`{c}` ({r.shown})" for c, r in sorted(rules.items())))
+        return masked_records(df, rules) if isinstance(df, ArrowRecords) else masked_frame(df, rules)
 
     def has_new_data(self, positions: Positions) -> bool | None:
         """Whether a run would read anything: the same bound queries as `read`, without Spark

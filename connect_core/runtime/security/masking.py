@@ -3,7 +3,9 @@
 Three mechanisms, as Airflow's `secrets_masker` and Kafka's `Password` type combine them:
 
 * by key: values of keys that look secret (`password`, `secret`, `token`, `sasl.jaas.config`,
-  `*.key` …) are replaced whole in configs;
+  `*.key` …) are replaced whole in configs; a key that holds a secret in its own name (Debezium's
+  `column.mask.hash.<algorithm>.with.salt.<salt>`) is shown with that part masked, and the part
+  becomes a known value;
 * by shape, in text: URL credentials (`scheme://user:pw@host`) and `key=value` / `"key": "value"`
   pairs whose key looks secret (`?password=…`, `password="…"` in a JAAS line);
 * by value: every secret value the process has seen (config values of secret keys, passwords in
@@ -42,6 +44,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 from connect_core.runtime.security.urls import mask_url_credentials, url_passwords
+from connect_core.sdk._keys import salt_of, shown_key
 
 __all__ = [
     "MASK",
@@ -265,6 +268,7 @@ class SecretMasker:
     def add_config(self, config: Mapping[str, Any]) -> None:
         """Remember the secret values of a config: secret keys' values and URL passwords."""
         for key, value in _walk(config):
+            self.add(salt_of(key))
             if is_secret_key(key):
                 self.add(value if isinstance(value, str) else None)
             if isinstance(value, str) and "://" in value:
@@ -307,7 +311,10 @@ class SecretMasker:
         """A copy of `config` with secret keys' values masked whole and every string value masked as text."""
         masked: dict[str, Any] = {}
         for key, value in config.items():
-            masked[key] = self._value(str(key), value)
+            shown = shown_key(key) if isinstance(key, str) else key
+            while shown in masked:  # two hash keys that differ only by their salts: both shown
+                shown = f"{shown}*"
+            masked[shown] = self._value(str(key), value)
         return masked
 
     def _value(self, key: str, value: Any) -> Any:

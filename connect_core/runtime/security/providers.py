@@ -84,8 +84,9 @@ class ConfigProviders:
     def problems(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
         """Placeholder problems by key, without resolving anything (no value is read here)."""
         errors: dict[str, list[str]] = {}
+        keyed = _key_material(config)
         for key, provider, argument in placeholders(config):
-            problem = _key_problem(key) or self._problem(provider, argument)
+            problem = _key_problem(key, keyed) or self._problem(provider, argument)
             if problem:
                 errors.setdefault(key, []).append(problem)
         return errors
@@ -127,13 +128,14 @@ class ConfigProviders:
     def resolve(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of `config` with every placeholder replaced. Each resolved value, and every value of a
         secret-looking key, becomes a known secret of this process: masked wherever it shows up later."""
-        resolved = {key: self._resolve_value(str(key), value) for key, value in config.items()}
+        keyed = _key_material(config)
+        resolved = {key: self._resolve_value(str(key), value, keyed) for key, value in config.items()}
         self._masker.add_config(resolved)
         return resolved
 
-    def _resolve_value(self, key: str, value: Any) -> Any:
+    def _resolve_value(self, key: str, value: Any, keyed: frozenset[str]) -> Any:
         if isinstance(value, str) and "${" in value:
-            resolved = _PLACEHOLDER.sub(lambda m: self._lookup(key, m.group(1), m.group(2)), value)
+            resolved = _PLACEHOLDER.sub(lambda m: self._lookup(key, m.group(1), m.group(2), keyed), value)
             # The whole value too (`jdbc:…?password=${env:PW}` resolved): a driver that echoes its
             # URL in an error may change it (case, escapes) so that the parts no longer stand alone.
             if resolved != value:
@@ -142,11 +144,11 @@ class ConfigProviders:
         if isinstance(value, Mapping):
             return self.resolve(value)
         if isinstance(value, list):
-            return [self._resolve_value(key, v) for v in value]
+            return [self._resolve_value(key, v, keyed) for v in value]
         return value
 
-    def _lookup(self, key: str, provider: str, argument: str) -> str:
-        problem = _key_problem(key) or self._problem(provider, argument)
+    def _lookup(self, key: str, provider: str, argument: str, keyed: frozenset[str]) -> str:
+        problem = _key_problem(key, keyed) or self._problem(provider, argument)
         if problem:
             raise ConfigError(f"config `{key}`: {problem}", {key: [problem]})
         if provider == "env":
@@ -192,7 +194,41 @@ _COMPUTED_PREFIXES = ("transforms.", "predicates.")
 _COMPUTED_KEYS = ("query",)
 
 
-def _key_problem(key: str) -> str | None:
+#: The one exception: a transform's key material, which it only feeds to a keyed hash (HMAC), whose
+#: output does not carry the key out: the option, by the exact names of the transform's `type`
+#: (its entry points, with or without Kafka's package, and its class), so no other transform can be
+#: handed the secret under the same option.
+_KEY_MATERIAL_OPTION = "hmac.key"
+_KEY_MATERIAL_TYPES = frozenset(
+    {
+        *(
+            f"{package}HashField${part}"
+            for package in ("", "org.apache.kafka.connect.transforms.")
+            for part in ("Value", "Key")
+        ),
+        "connect_core.transforms.hashing.HashFieldValue",
+        "connect_core.transforms.hashing.HashFieldKey",
+    }
+)
+
+
+def _key_material(config: Mapping[str, Any]) -> frozenset[str]:
+    """The keys of `config` that hold a transform's key material (`transforms.<alias>.hmac.key` of a
+    HashField), which a config provider may fill."""
+    return frozenset(
+        key[: -len("type")] + _KEY_MATERIAL_OPTION
+        for key, value in config.items()
+        if isinstance(key, str)
+        and key.startswith("transforms.")
+        and key.endswith(".type")
+        and isinstance(value, str)
+        and value.strip() in _KEY_MATERIAL_TYPES
+    )
+
+
+def _key_problem(key: str, keyed: frozenset[str] = frozenset()) -> str | None:
+    if key in keyed:
+        return None
     if key.startswith(_COMPUTED_PREFIXES) or key in _COMPUTED_KEYS or key.endswith(".query"):
         return (
             "a config provider may not fill a query or a transform's or predicate's config (what it computes "

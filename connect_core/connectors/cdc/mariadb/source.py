@@ -65,7 +65,8 @@ class MariaDbCdcSourceTask(CdcSourceTask[MariaDbCdcConfig]):
         held = {"binlog_behind_bytes": behind}  # how far the committed position is behind, at the start
         stream = _binlog.Stream(cfg, {t.qualified: t for t in tables}, mariadb)
         position = stream.read(committed, end)
-        records = {topic: changes.records(spark) for topic, changes in stream.changes.items() if len(changes)}
+        masks = cfg.column_masks()
+        records = {topic: changes.records(spark, masks) for topic, changes in stream.changes.items() if len(changes)}
         if not records and _server.coordinates(position) == _server.coordinates(committed):
             return SourceBatch(stats=held)
         self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), _server.describe(position))
@@ -112,6 +113,7 @@ def _snapshot(
 
     records = {}
     now = int(time.time() * 1000)
+    masks = cfg.column_masks()
     with _server.connect(cfg, autocommit=False) as conn:
         with conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -143,7 +145,7 @@ def _snapshot(
                         changes.add_row("r", None, table.row(row), source, now)
             if len(changes):
                 changes.mark_last(snapshot="last")
-                records[changes.topic] = changes.records(spark)
+                records[changes.topic] = changes.records(spark, masks)
             log.info("snapshot of %s: %d row(s)", table.qualified, len(changes))
         conn.rollback()
     return records, position

@@ -58,6 +58,7 @@ def snapshot(
                 rows = list(pool.map(read, chunks))
     records = {}
     now = int(time.time() * 1000)
+    masks = cfg.column_masks()
     for table in tables:
         changes = ChangeTable(
             topic_for(cfg.topic_prefix, table.schema, table.name),
@@ -72,7 +73,7 @@ def snapshot(
                     changes.add_row("r", None, row, source, now)
         if len(changes):
             changes.mark_last(snapshot="last")
-            records[changes.topic] = changes.records(spark)
+            records[changes.topic] = changes.records(spark, masks)
         log.info("snapshot of %s: %d row(s)", table.qualified, len(changes))
     return records
 

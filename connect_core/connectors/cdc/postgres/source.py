@@ -93,7 +93,8 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         }
         stream = _stream.Stream(cfg, names, {t.qualified: t for t in tables}, self.log, partitions)
         lsn = stream.read(int(committed["lsn"]), target)
-        records = {topic: records_of(spark, table) for topic, table in stream.tables().items() if table.num_rows}
+        masks = cfg.column_masks()
+        records = {topic: records_of(spark, t, masks) for topic, t in stream.tables().items() if t.num_rows}
         offset = {"lsn": lsn, "snapshot": "done", **names.recorded()}
         if not records and lsn != int(committed["lsn"]):
             # nothing captured changed, but the WAL moved on (other tables): advance past it

@@ -203,6 +203,13 @@ class JdbcDialect(ABC):
     def column_type(self, field: Any, *, key: bool = False) -> str:
         """The column type for a Spark `StructField` of a topic (`key`: in the primary key)."""
 
+    # -- column masks ------------------------------------------------------------------------
+
+    def qualified_table(self, names: tuple[str, ...]) -> str:
+        """The table `names` (`table` or `schema.table`) as a column's fully qualified name starts in
+        Debezium's column masks (`<schema>.<table>.<column>`); default: as written."""
+        return ".".join(names)
+
     # -- lineage -------------------------------------------------------------------------------
 
     @classmethod

@@ -214,6 +214,10 @@ class MariaDbDialect(JdbcDialect):
             "to a MariaDB column"
         )
 
+    def qualified_table(self, names: tuple[str, ...]) -> str:
+        """`db.table`, the URL's database when the table has none (Debezium's MySQL form)."""
+        return ".".join(names if len(names) == 2 else (self.mysql_args()["database"] or "", names[0]))
+
     @classmethod
     def lineage_name(cls, database: str, names: tuple[str, ...]) -> str:
         """`db.table` (a qualified name's schema is its database)."""

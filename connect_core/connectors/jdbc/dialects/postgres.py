@@ -225,6 +225,10 @@ class PostgresDialect(JdbcDialect):
             "to a PostgreSQL column"
         )
 
+    def qualified_table(self, names: tuple[str, ...]) -> str:
+        """`schema.table`, schema `public` when the table has none (as `lineage_name`)."""
+        return ".".join(("public", *names) if len(names) == 1 else names)
+
     @classmethod
     def lineage_name(cls, database: str, names: tuple[str, ...]) -> str:
         """`db.schema.table`, schema `public` when the table has none."""
