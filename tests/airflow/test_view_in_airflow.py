@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import text
 
 from connect_core.runtime.context import Runtime
+from connect_core.runtime.store.connector_schemas import Pending, Shape
 from tests.airflow.test_platform import ARTIFACTS, Api, _wait, platform  # noqa: F401  (the fixture)
 from tests.conftest import file_pair
 
@@ -271,6 +272,27 @@ def test_every_action_of_the_view_works_inside_airflow(
         assert rest.state("fileSinkConnector") == "STOPPED" and rest.offsets("fileSinkConnector") == []
         sink_row.get_by_role("button", name="Start", exact=True).click()
         _wait("the sink started again", lambda: rest.state("fileSinkConnector") == "RUNNING", 15)
+
+        # A schema change the sink paused on (as its run records one): the details show the diff, and
+        # Accept change, confirmed in the page, accepts it and resumes the sink.
+        change = {"added": [{"name": "note", "type": "string", "nullable": True}], "dropped": [], "retyped": []}
+        shape = Shape({"columns": [{"name": "line", "type": "string", "nullable": True}], "key": []}, "f" * 64)
+        reason = "topic `fileTopic` changed: column `note` (string) added"
+        runtime.connectors.schemas.hold("fileSinkConnector", "fileTopic", None, Pending(shape, change, reason, None))
+        runtime.connectors.set_target_state("fileSinkConnector", "PAUSED", reason=f"schema change: {reason}")
+        state_cell("fileSinkConnector").filter(has_text="PAUSED").wait_for(timeout=15_000)
+        sink_row.get_by_role("button", name="fileSinkConnector", exact=True).click()
+        pending = frame.locator("tr[data-detail-of='fileSinkConnector'] div.schema-change[data-topic='fileTopic']")
+        pending.filter(has_text="+ added    note string").wait_for(timeout=15_000)
+        pending.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "airflow-view-schema-change.png"))
+        pending.get_by_role("button", name="Accept change", exact=True).click()
+        dialog.get_by_text("Accept the schema change fileSinkConnector paused on?").wait_for(timeout=5_000)
+        dialog.get_by_role("button", name="Accept", exact=True).click()
+        said("fileSinkConnector: schema change accepted, resumed")
+        _wait("the sink resumed", lambda: rest.state("fileSinkConnector") == "RUNNING", 15)
+        assert runtime.connectors.schemas.of("fileSinkConnector")["fileTopic"].pending.accepted  # type: ignore[union-attr]
+        sink_row.get_by_role("button", name="fileSinkConnector", exact=True).click()  # closed again
 
         # The DAG link leaves the view for Airflow's page of the DAG, in the whole window (the frame's
         # sandbox forbids navigating it: Airflow's router is asked to), and Back returns to the view.

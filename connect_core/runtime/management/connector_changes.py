@@ -180,13 +180,15 @@ class ConnectorChanges(ConnectorReads):
     def accept_schema(self, name: str, topics: Sequence[str] | None = None) -> dict[str, Any]:
         """Accept what the connector paused on: its next run lets the change through (propagated to
         the target) and its commit makes the shape the connector's. The failed tasks are cleared and
-        the connector resumed (with Airflow, a run starts now)."""
-        self.rt.connectors.get(name)  # 404 for an unknown connector
+        a paused connector resumed (with Airflow, a run starts now); a stopped one stays stopped."""
+        paused = self.rt.connectors.get(name).target_state == TargetState.PAUSED  # 404 for an unknown one
         accepted = self.rt.connectors.schemas.accept(name, list(topics) if topics is not None else None)
         if not accepted:
-            which = f" of topic(s) {', '.join(topics)}" if topics else ""
-            raise ConflictError(f"connector `{name}` has no schema change{which} to accept")
-        warning = self.rt.set_target_state(name, TargetState.RUNNING)
+            raise ConflictError(
+                f"connector `{name}` has no schema change{' of those topics' if topics else ''} to accept"
+            )
+        # a connector paused (by the change, or by hand) resumes; one stopped by an operator stays so
+        warning = self.rt.set_target_state(name, TargetState.RUNNING) if paused else None
         failed = [t["id"] for t in self.status(name)["tasks"] if t["state"] == ConnectorState.FAILED]
         self.rt.connectors.reset_task_states(name, failed)
         self._wrote()

@@ -164,7 +164,7 @@ def _reshaped_row(row: Column, changes: list[Change]) -> Column:
     """`_reshape` on the fields of a change event's `before` or `after` struct (null stays null)."""
     from pyspark.sql import functions as F
 
-    added = [c.column for c in changes if c.kind == "column_added" and c.column is not None]
+    added = [_path(c.column) for c in changes if c.kind == "column_added" and c.column is not None]
     if added:
         row = row.dropFields(*added)
     for change in changes:
@@ -172,8 +172,14 @@ def _reshaped_row(row: Column, changes: list[Change]) -> Column:
         if name is None:
             continue
         if change.kind == "column_dropped":
-            row = row.withField(name, F.lit(None).cast(_type(change.former)))
+            row = row.withField(_path(name), F.lit(None).cast(_type(change.former)))
         elif change.kind == "retyped":
             value = row.getField(name)
-            row = row.withField(name, F.when(_survives(value, change), value.try_cast(_type(change.former))))
+            row = row.withField(_path(name), F.when(_survives(value, change), value.try_cast(_type(change.former))))
     return row
+
+
+def _path(name: str) -> str:
+    """A field's name as `withField`/`dropFields` read it: a path, whose dots would nest; quoted, the
+    name is the field's whatever it holds (a dot, a backtick)."""
+    return "`" + name.replace("`", "``") + "`"
