@@ -109,6 +109,8 @@ def _errors(
             errors.setdefault(key, []).append(message)
     for key, problems in _spelling_problems(model_cls, config).items():
         errors.setdefault(key, []).extend(problems)
+    for key, problems in _family_problems(model_cls, config).items():
+        errors.setdefault(key, []).extend(problems)
     if issubclass(model_cls, SourceConnectorConfig):
         try:  # the very check the runner makes when it creates the source's topics
             creation_config(config)
@@ -171,6 +173,28 @@ def _spelling_problems(model_cls: type[ConnectorConfig], config: Mapping[str, An
                 problems.setdefault(key, []).append(
                     f"{both} are one setting, given with different values; give one of them"
                 )
+    return problems
+
+
+#: Key families whose every key the runtime knows: a key of one that no field has is a typo (a
+#: contract silently not applied is worse than an error), not a setting of a newer version.
+_FAMILIES = ("schema.contract", "schema.propagation")
+
+
+def _family_problems(model_cls: type[ConnectorConfig], config: Mapping[str, Any]) -> dict[str, list[str]]:
+    """A key of a known family (`schema.contract.*`, `schema.propagation`) that the connector's
+    model has no field for: misspelt, or a sink's setting given to a source."""
+    known = {_field_key(name, info) for name, info in model_cls.model_fields.items()}
+    family = sorted(k for k in known if k.startswith(_FAMILIES))
+    problems: dict[str, list[str]] = {}
+    for key in config:
+        if not isinstance(key, str) or not key.startswith(_FAMILIES) or key in known:
+            continue
+        shown = key if len(key) <= 80 else key[:80] + "…"
+        if key == "schema.propagation":
+            problems[shown] = ["`schema.propagation` is a sink's setting (what a change does to its target)"]
+        else:
+            problems[shown] = [f"unknown key: the keys of this family are {', '.join(f'`{k}`' for k in family)}"]
     return problems
 
 

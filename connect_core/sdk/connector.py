@@ -35,6 +35,7 @@ __all__ = [
     "Connector",
     "ConnectorType",
     "LineageDataset",
+    "Signal",
     "SinkConnector",
     "SinkTask",
     "SourceConnector",
@@ -62,6 +63,20 @@ class TaskContext:
     logger: logging.Logger
     #: Set when the connector has `errors.tolerance=all`: report records that fail here and go on.
     errant: ErrantRecordReporter | None = None
+    #: Signals sent to the connector (Debezium's, over the `rest` channel) that no committed run has
+    #: consumed yet, oldest first: a source that `accepts_signals` acts on them in this run; the
+    #: run's commit marks them consumed, with the positions they changed.
+    signals: tuple[Signal, ...] = ()
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A signal (Debezium's): `type` (`execute-snapshot`, `stop-snapshot`, `pause-snapshot`,
+    `resume-snapshot`), its `data` (`data-collections`, `type`, …) and the sender's `id`."""
+
+    id: str
+    type: str
+    data: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -204,6 +219,9 @@ class SinkTask(ABC):
 class SourceConnector(Connector[ConfigT]):
     connector_type: ClassVar[ConnectorType] = "source"
     task_class: ClassVar[type[SourceTask]]
+    #: Whether its tasks act on signals (`TaskContext.signals`): `POST /connectors/{name}/signals`
+    #: is refused for a connector that does not.
+    accepts_signals: ClassVar[bool] = False
 
     def output_topics(self, config: ConfigT) -> list[str]:
         """Topics the connector writes, when known from its config (they become the DAG's Assets).

@@ -325,6 +325,13 @@ class SinkBatch:
         runtime cannot offer that (topics not on a local file system)."""
         return self.arrow_by_topic.get(name)
 
+    def read_topics(self) -> list[str]:
+        """The topics this batch holds records of, by name: a sink writes these (an owned partition's
+        topic with nothing new has no rows here, and its target is left alone)."""
+        if self.by_topic:
+            return sorted(self.by_topic)
+        return sorted({tp.topic for tp in self.partitions})
+
     def topic(self, name: str) -> DataFrame:
         """One topic's rows with only that topic's columns (plus `__topic`, `__partition`, `__offset`)."""
         if name in self.by_topic:

@@ -88,11 +88,14 @@ ACTIONS_SCRIPT = r"""
     }
   }
 
-  async function call(method, path) {
+  async function call(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
     const res = await fetch(new URL(path, REST), {
       method: method,
       credentials: "same-origin",
-      headers: { Accept: "application/json" },
+      headers: headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (!res.ok) {
       let message = "HTTP " + res.status;
@@ -166,15 +169,15 @@ ACTIONS_SCRIPT = r"""
   dialog.addEventListener("close", () => closeDialog(false));  // Escape
 
   /** What each action asks, and the REST calls it makes; null: unknown action. */
-  function plan(name, action, state) {
+  function plan(name, action, state, topic) {
     const p = "connectors/" + encodeURIComponent(name);
     switch (action) {
       case "pause": return { steps: [["PUT", p + "/pause"]], done: "paused" };
       case "resume": return { steps: [["PUT", p + "/resume"]], done: "resumed" };
       case "trigger": return { steps: [["POST", p + "/trigger"]], done: "run asked for (queued in Airflow)" };
-      case "schema-accept": return { ask: "Accept the schema change " + name + " paused on? Its next run lets it " +
-        "through to the target, and it resumes.", label: "Accept", steps: [["POST", p + "/schemas/accept"]],
-        done: "schema change accepted, resumed" };
+      case "schema-accept": return { ask: "Accept the schema change " + name + " paused on" +
+        (topic ? " (topic " + topic + ")" : "") + "? Its next run lets it through to the target.", label: "Accept",
+        steps: [["POST", p + "/schemas/accept", topic ? { topics: [topic] } : undefined]], done: "schema change accepted" };
       case "restart-failed": return { ask: "Restart the failed tasks of " + name + "?", label: "Restart failed",
         steps: [["POST", p + "/restart?includeTasks=true&onlyFailed=true"]], done: "failed tasks restarted" };
       case "restart-all": return { ask: "Restart all tasks of " + name + "?", label: "Restart all",
@@ -192,9 +195,9 @@ ACTIONS_SCRIPT = r"""
     }
   }
 
-  async function act(name, action) {
+  async function act(name, action, topic) {
     const entry = rows.get(name);
-    const todo = plan(name, action, entry.data.state);
+    const todo = plan(name, action, entry.data.state, topic);
     if (!todo) return;
     if (todo.ask && !(await confirmInPage(todo.ask, todo.label))) {
       say(action + " " + name + ": cancelled", false);
@@ -203,12 +206,16 @@ ACTIONS_SCRIPT = r"""
     say(action + " " + name + "…", false);
     try {
       let res = null;
-      for (const [method, path] of todo.steps) res = await call(method, path);
+      for (const [method, path, body] of todo.steps) res = await call(method, path, body);
       if (action === "trigger") {  // the row says "queued" by the time the line says it was asked for
         const started = await res.json().catch(() => ({}));
         const dagRun = started.dag_run_id ? { dag_id: String(started.dag_id), run_id: String(started.dag_run_id) } : null;
         entry.queued = { at: Date.now(), after: newestRun(entry.data), dagRun: dagRun, ended: null, endedPoll: 0 };
         draw(entry);
+      }
+      if (action === "schema-accept") {
+        const answer = await res.clone().json().catch(() => ({}));
+        todo.done += answer.resumed ? ", resumed" : " (the connector was not paused: its state is unchanged)";
       }
       const warning = res && res.headers.get("Connect-Warning");  // done, but Airflow's DAG not updated
       say(name + ": " + todo.done + (warning ? " (warning: its DAG was not updated: " + warning + ")" : ""), !!warning);
@@ -252,7 +259,7 @@ ACTIONS_SCRIPT = r"""
     if (!tr) return;
     const name = tr.dataset.name || tr.dataset.detailOf;
     if (b.dataset.action === "details") toggleDetail(name);
-    else act(name, b.dataset.action);
+    else act(name, b.dataset.action, b.closest("[data-topic]") ? b.closest("[data-topic]").dataset.topic : undefined);
   });
 
   tbody.addEventListener("change", (event) => {

@@ -19,9 +19,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.store.connector_schemas import Pending, Shape
+from connect_core.runtime.store.connector_schemas import ConnectorSchemas, Pending, Shape
 from tests.airflow.test_platform import ARTIFACTS, Api, _wait, platform  # noqa: F401  (the fixture)
 from tests.conftest import file_pair
 
@@ -278,7 +279,8 @@ def test_every_action_of_the_view_works_inside_airflow(
         change = {"added": [{"name": "note", "type": "string", "nullable": True}], "dropped": [], "retyped": []}
         shape = Shape({"columns": [{"name": "line", "type": "string", "nullable": True}], "key": []}, "f" * 64)
         reason = "topic `fileTopic` changed: column `note` (string) added"
-        runtime.connectors.schemas.hold("fileSinkConnector", "fileTopic", None, Pending(shape, change, reason, None))
+        with Session(runtime.engine) as s, s.begin():
+            ConnectorSchemas.hold(s, "fileSinkConnector", "fileTopic", None, Pending(shape, change, reason, None))
         runtime.connectors.set_target_state("fileSinkConnector", "PAUSED", reason=f"schema change: {reason}")
         state_cell("fileSinkConnector").filter(has_text="PAUSED").wait_for(timeout=15_000)
         sink_row.get_by_role("button", name="fileSinkConnector", exact=True).click()
@@ -287,7 +289,9 @@ def test_every_action_of_the_view_works_inside_airflow(
         pending.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "airflow-view-schema-change.png"))
         pending.get_by_role("button", name="Accept change", exact=True).click()
-        dialog.get_by_text("Accept the schema change fileSinkConnector paused on?").wait_for(timeout=5_000)
+        dialog.get_by_text("Accept the schema change fileSinkConnector paused on (topic fileTopic)?").wait_for(
+            timeout=5_000
+        )
         dialog.get_by_role("button", name="Accept", exact=True).click()
         said("fileSinkConnector: schema change accepted, resumed")
         _wait("the sink resumed", lambda: rest.state("fileSinkConnector") == "RUNNING", 15)

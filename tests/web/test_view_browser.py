@@ -243,7 +243,7 @@ def test_a_sink_paused_on_a_schema_change_shows_the_diff_and_is_accepted_in_the_
         page.screenshot(path=str(ARTIFACTS / "connect-view-schema-change.png"), full_page=True)
         change.get_by_role("button", name="Accept change", exact=True).click()
         confirm = page.get_by_role("dialog")
-        assert confirm.get_by_text("Accept the schema change sink paused on?").is_visible()
+        assert confirm.get_by_text("Accept the schema change sink paused on (topic orders)?").is_visible()
         confirm.get_by_role("button", name="Accept", exact=True).click()
         page.get_by_text("sink: schema change accepted, resumed").wait_for()
         _until(lambda: rest.get("/connectors/sink/status").json()["connector"]["state"] == "RUNNING", "RUNNING")

@@ -42,6 +42,9 @@ class CdcSourceTask(SourceTask, Generic[ConfigT]):
             return True
         if cfg.snapshot_mode == "initial_only":
             return False
+        progress = committed.get("incremental")
+        if self.context.signals or (progress and not progress.get("paused")):
+            return True  # a signal to act on, or an incremental snapshot's next chunks to read
         try:
             return self.log_moved_past(cfg, committed)
         except (ConfigError, FatalError):

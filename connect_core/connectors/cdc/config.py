@@ -160,6 +160,27 @@ class PostgresCdcConfig(CdcConfig):
         description="And at most about this many bytes of changes as the server sends them: a run's memory peaks at "
         "about 5 times this (the messages, and their events as Arrow).",
     )
+    incremental_snapshot_chunk_size: int = Field(
+        default=10_000,
+        alias="incremental.snapshot.chunk.size",
+        ge=1,
+        le=1_000_000,
+        description="Rows of an incremental snapshot's chunk (one query by primary key); a run reads chunks up to "
+        "`incremental.snapshot.max.rows.per.run` rows.",
+    )
+    incremental_snapshot_max_rows_per_run: int = Field(
+        default=200_000,
+        alias="incremental.snapshot.max.rows.per.run",
+        ge=1,
+        description="Rows of an incremental snapshot one run reads at most (with its streamed changes), so that the "
+        "stream keeps its latency while a table is re-read.",
+    )
+    signal_enabled_channels: TopicList = Field(
+        default_factory=lambda: ["rest"],
+        alias="signal.enabled.channels",
+        description="Where signals (Debezium's: execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot) "
+        "come from: `rest` (`POST /connectors/{name}/signals`, `connect snapshot`).",
+    )
     heartbeat_interval_ms: int = Field(
         default=60_000,
         alias="heartbeat.interval.ms",

@@ -42,7 +42,7 @@ class JdbcSinkTask(SinkTask):
         from pyspark.sql import functions as F
 
         written = 0
-        for topic in sorted({tp.topic for tp in batch.partitions}):
+        for topic in batch.read_topics():
             fresh = [
                 (F.col("__partition") == tp.partition) & (F.col("__offset") >= self.applied.get(tp, 0))
                 for tp in batch.partitions

@@ -45,7 +45,7 @@ class S3SinkTask(SinkTask):
         layout = Layout.from_config(self.cfg, wallclock_ms=int(time.time() * 1000))
         in_driver = batch.row_count <= driver_max_rows(spark)
         objects = records = size = 0
-        for topic in sorted({tp.topic for tp in batch.partitions}):
+        for topic in batch.read_topics():
             destination = batch.destination(topic)
             try:  # a router's output names a directory and the files: a topic name, or nothing
                 check_topic_name(destination)

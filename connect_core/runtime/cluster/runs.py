@@ -20,10 +20,18 @@ from sqlalchemy import Engine, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
-from connect_core.runtime.store.connector_schemas import ConnectorSchemas, Shape
+from connect_core.runtime.store.connector_schemas import ConnectorSchemas, Pending, Shape
 from connect_core.runtime.store.connectors import ConnectorStore
-from connect_core.runtime.store.models import AssignmentRow, ConnectorRow, TaskConfigRow, TaskRunRow, TaskStatusRow
-from connect_core.runtime.store.states import ConnectorState, RunState
+from connect_core.runtime.store.models import (
+    AssignmentRow,
+    ConnectorRow,
+    ConnectorStatusRow,
+    TaskConfigRow,
+    TaskRunRow,
+    TaskStatusRow,
+)
+from connect_core.runtime.store.signals import SignalStore
+from connect_core.runtime.store.states import ConnectorState, RunState, TargetState
 from connect_core.runtime.topics.schemas import TopicSchema
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
@@ -72,6 +80,8 @@ class CommitRequest:
     stats: Mapping[str, Any] = field(default_factory=dict)
     #: topic → the shape this run let through (its schema contract applied): the connector's from now on
     shapes: Mapping[str, TopicSchema] = field(default_factory=dict)
+    #: the signals the run got (`connect.connector_signals` ids): consumed by its commit
+    signals: Sequence[int] = ()
 
 
 class RunStore:
@@ -196,6 +206,7 @@ class RunStore:
             self._topics.schemas.record(s, _schemas(request.segments), lease.run_id, lease.connector)
             shapes = {t: Shape(shape.document, shape.fingerprint) for t, shape in request.shapes.items()}
             ConnectorSchemas.record(s, lease.connector, shapes, lease.run_id)
+            SignalStore.consume(s, request.signals, lease.run_id)
             self._connectors.upsert_positions(s, lease.connector, request.positions)
             self._connectors.upsert_sink_offsets(s, lease.connector, request.offsets, request.offset_metadata)
             used = [seg.topic for seg in request.segments] + [tp.topic for tp in request.offsets]
@@ -204,6 +215,27 @@ class RunStore:
             run.staged_paths = []  # committed paths are topic data now, not garbage
             _set_task_status(s, lease, ConnectorState.RUNNING, None, self.worker_id, request.stats.get("errors"))
             return segments
+
+    def pause_on_schema(self, lease: Lease, topic: str, current: Shape | None, pending: Pending, reason: str) -> None:
+        """Pause the connector on a schema change of `topic` its sink does not let through: the change
+        kept as pending and the connector PAUSED with `reason` as its trace, in one transaction, and
+        only while the run's lease is current and the connector RUNNING (FencedError otherwise: a run
+        superseded by a stop, a config change or an offset reset pauses nothing)."""
+        with self._sessions.begin() as s:
+            connector = s.get(ConnectorRow, lease.connector, with_for_update=True)  # the connector row first
+            generation = _current_generation(s, lease, lock=True)
+            if connector is None or generation != lease.generation or connector.target_state != TargetState.RUNNING:
+                raise FencedError(
+                    f"run {lease.run_id} of task `{lease.connector}-{lease.task_id}` was superseded before it "
+                    "paused the connector on a schema change: nothing paused"
+                )
+            ConnectorSchemas.hold(s, lease.connector, topic, current, pending)
+            connector.target_state, connector.updated_at = TargetState.PAUSED, func.now()
+            s.execute(
+                update(ConnectorStatusRow)
+                .where(ConnectorStatusRow.connector == lease.connector)
+                .values(state=TargetState.PAUSED, trace=reason, updated_at=func.now())
+            )
 
     def commit_checkpoint(
         self, lease: Lease, offsets: Mapping[TopicPartition, int], metadata: Mapping[str, Any]

@@ -58,10 +58,18 @@ class SinkGated:
 
 
 class Gate:
-    def __init__(self, contract: Contract, schemas: ConnectorSchemas, connector: str) -> None:
+    """`declared`: the topics the connector's config names (a sink's `topics`, a source's
+    `output_topics`): each one's first load is free, whenever it comes (a table empty at the
+    connector's first run, another task's topic). A topic it does not name (routed there, matched
+    by a pattern) is new to it after the connector's first load: `schema.contract.tables` says."""
+
+    def __init__(
+        self, contract: Contract, schemas: ConnectorSchemas, connector: str, declared: frozenset[str] = frozenset()
+    ) -> None:
         self._contract = contract
         self._schemas = schemas
         self._connector = connector
+        self._declared = declared
         self._references: dict[str, Reference] | None = None
 
     def reference(self, topic: str) -> TopicSchema | None:
@@ -84,7 +92,8 @@ class Gate:
         if shape is None or self._contract.lenient:
             return records, shape
         references = self._load()
-        checked = plan(self._contract, topic, shape, self.reference(topic), first_load=not references)
+        first_load = not references or (topic in self._declared and topic not in references)
+        checked = plan(self._contract, topic, shape, self.reference(topic), first_load=first_load)
         checked.check()
         if not checked.acts:
             return records, shape

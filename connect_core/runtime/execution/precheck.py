@@ -16,7 +16,7 @@ from connect_core.runtime.execution.runner import error_kind
 from connect_core.runtime.security.masking import mask_text
 from connect_core.runtime.store.states import RunState
 from connect_core.sdk.config import SinkConnectorConfig
-from connect_core.sdk.connector import SourceTask, TaskContext
+from connect_core.sdk.connector import Signal, SourceTask, TaskContext
 from connect_core.sdk.errors import ConnectError
 
 __all__ = ["has_new_data", "record_failure"]
@@ -31,7 +31,11 @@ def has_new_data(runtime: Runtime, connector: str, task_id: int) -> bool | None:
         return None
     plugin_cls: Any = runtime.registry.resolve(info.connector_class).cls
     if info.type == "source":
-        context = TaskContext(connector, task_id, len(info.tasks), logging.getLogger(f"connect.{connector}.precheck"))
+        signals: tuple[Signal, ...] = ()
+        if getattr(plugin_cls, "accepts_signals", False) and task_id == 0:
+            signals = tuple(signal for _, signal in runtime.connectors.signals.pending(connector))
+        logger = logging.getLogger(f"connect.{connector}.precheck")
+        context = TaskContext(connector, task_id, len(info.tasks), logger, signals=signals)
         task: SourceTask = plugin_cls.task_class(runtime.providers.resolve(info.tasks[task_id]), context)
         try:
             return task.has_new_data(runtime.connectors.positions(connector))

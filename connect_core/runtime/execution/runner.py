@@ -47,7 +47,7 @@ from connect_core.runtime.topics.segments import arrow_topics, delete_path, read
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.runtime.validation import connector_config_model
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
-from connect_core.sdk.connector import WRITE_REPORT, WRITE_TABLES, SinkTask, SourceTask, TaskContext
+from connect_core.sdk.connector import WRITE_REPORT, WRITE_TABLES, Signal, SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, NotFoundError, RetriableError
 from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
 from connect_core.sdk.testing import faults as _faults
@@ -233,13 +233,14 @@ class TaskRunner:
         stamp = datetime.now(UTC)
 
         letters = self._dead_letters(lease)
+        signals = self._signals(lease)
 
         def attempt(n: int) -> tuple[list[StagedSegment], list[SourcePosition]]:
             # Each attempt reads anew with a new task; what an earlier one staged is replaced
             # (same paths) or deleted with the run's garbage.
             result.rows = result.segments = 0
             letters.reset()
-            task = self._new_task(lease, letters)
+            task = self._new_task(lease, letters, tuple(s for _, s in signals))
             assert isinstance(task, SourceTask)
             try:
                 batch = task.read(spark, committed)
@@ -259,7 +260,9 @@ class TaskRunner:
         result.timings["work_s"] = round(time.monotonic() - read_started, 3)
         changed = [p for p in positions if committed.offset(p.partition) != dict(p.offset)]
         shapes = {seg.topic: seg.schema for seg in segments if seg.schema is not None}
-        return CommitRequest(segments=segments, positions=_dedupe(changed), shapes=shapes)
+        return CommitRequest(
+            segments=segments, positions=_dedupe(changed), shapes=shapes, signals=[i for i, _ in signals]
+        )
 
     def _stage(
         self,
@@ -278,7 +281,7 @@ class TaskRunner:
         config = self._config(lease)
         partition_count = config.topic_partitions if isinstance(config, SourceConnectorConfig) else 1
         topic_config = creation_config(lease.connector_config)  # topic.creation.default.*
-        gate = Gate(Contract.of(config), self._connectors.schemas, lease.connector)
+        gate = Gate(Contract.of(config), self._connectors.schemas, lease.connector, self._declared(lease, config))
         for topic, topic_records in records.items():
             transformed = transform_source(chain, topic, stamp_source(topic_records, stamp))
             try:
@@ -384,7 +387,7 @@ class TaskRunner:
         what may leave the topic, and what the target does with a change (a breaking one pauses the
         connector, and the run fails with the reason, committing nothing)."""
         mode = config.schema_propagation if isinstance(config, SinkConnectorConfig) else None
-        gate = Gate(Contract.of(config), self._connectors.schemas, lease.connector)
+        gate = Gate(Contract.of(config), self._connectors.schemas, lease.connector, self._declared(lease, config))
         for topic in list(done.by_topic):
             df, shape = gate.hold(topic, done.by_topic[topic], gated, done.cached)
             if df is not done.by_topic[topic]:  # the contract changed the records: the Arrow path has not
@@ -405,6 +408,16 @@ class TaskRunner:
             if shape is not None:
                 gated.shapes[topic] = shape
 
+    def _declared(self, lease: Lease, config: ConnectorConfig) -> frozenset[str]:
+        """The topics the connector's config names (their first load is free under a contract)."""
+        if isinstance(config, SinkConnectorConfig):
+            return frozenset(config.topics)
+        try:
+            plugin: Any = self._registry.resolve(lease.connector_class).cls()
+            return frozenset(plugin.output_topics(config))
+        except Exception:  # a plugin's own code: no topic named, every new one judged by the contract
+            return frozenset()
+
     def _pause(
         self, lease: Lease, topic: str, shape: TopicSchema, current: TopicSchema | None, decision: Decision
     ) -> None:
@@ -419,8 +432,8 @@ class TaskRunner:
         diff = decision.diff.to_dict() if decision.diff is not None else {}
         pending = Pending(Shape(shape.document, shape.fingerprint), diff, reason, lease.run_id)
         base = Shape(current.document, current.fingerprint) if current is not None else None
-        self._connectors.schemas.hold(lease.connector, topic, base, pending)
-        self._connectors.set_target_state(lease.connector, TargetState.PAUSED, reason=f"schema change: {reason}")
+        # fenced: a run superseded meanwhile (the connector stopped, its config or offsets changed) pauses nothing
+        self._runs.pause_on_schema(lease, topic, base, pending, f"schema change: {reason}")
         raise DataError(f"the connector paused on {reason}")
 
     @staticmethod
@@ -493,23 +506,35 @@ class TaskRunner:
 
     # -- housekeeping -------------------------------------------------------
 
-    def _new_task(self, lease: Lease, letters: DeadLetters | None = None) -> SourceTask | SinkTask:
+    def _signals(self, lease: Lease) -> list[tuple[int, Signal]]:
+        """The signals waiting for the connector, when its tasks act on them (task 0's: a source that
+        takes signals runs one task)."""
+        plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
+        if not getattr(plugin_cls, "accepts_signals", False) or lease.task_id != 0:
+            return []
+        return self._connectors.signals.pending(lease.connector)
+
+    def _new_task(
+        self, lease: Lease, letters: DeadLetters | None = None, signals: tuple[Signal, ...] = ()
+    ) -> SourceTask | SinkTask:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
         config = self._providers.resolve(lease.task_config)  # secrets exist only in this process
         # Checked again on what the task will use: a placeholder filled only now, or a symlink swapped
         # since create, must not get out of `file.allowed.paths` (this process's, set by runner_env).
         config = AllowedPaths.from_env().confine(plugin_cls.config_model, config)
-        task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease, letters))
+        task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease, letters, signals))
         return task
 
     def _chain(self, lease: Lease) -> TransformChain:
         """The connector's transforms (checked at create; a plugin gone since then fails the run here)."""
         return build_chain(self._providers.resolve(lease.connector_config), self._registry)
 
-    def _context(self, lease: Lease, letters: DeadLetters | None = None) -> TaskContext:
+    def _context(
+        self, lease: Lease, letters: DeadLetters | None = None, signals: tuple[Signal, ...] = ()
+    ) -> TaskContext:
         logger = logging.getLogger(f"connect.{lease.connector}.task-{lease.task_id}")
         errant = letters if letters is not None and letters.settings.tolerate else None
-        return TaskContext(lease.connector, lease.task_id, lease.task_count, logger, errant)
+        return TaskContext(lease.connector, lease.task_id, lease.task_count, logger, errant, signals)
 
     def _record_commit_time(self, run_id: int, seconds: float) -> None:
         """The commit's own time, for Kafka's offset-commit-avg-time-ms (best effort: the run stands)."""

@@ -13,6 +13,7 @@ from connect_core.runtime.management.shapes import info_of
 from connect_core.runtime.store.connectors import ConnectorExistsError, ConnectorInfo
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
+from connect_core.sdk._keys import shown_key
 from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 
 __all__ = ["ApplyAction", "ConnectorChanges"]
@@ -182,6 +183,12 @@ class ConnectorChanges(ConnectorReads):
         the target) and its commit makes the shape the connector's. The failed tasks are cleared and
         a paused connector resumed (with Airflow, a run starts now); a stopped one stays stopped."""
         paused = self.rt.connectors.get(name).target_state == TargetState.PAUSED  # 404 for an unknown one
+        if topics is not None:
+            if not topics:
+                raise ConfigError(
+                    "name at least one topic whose change to accept, or none for all", {"topics": ["empty"]}
+                )
+            check_storable(list(topics), "topics")  # a NUL or a lone surrogate: a 400, not a failed query
         accepted = self.rt.connectors.schemas.accept(name, list(topics) if topics is not None else None)
         if not accepted:
             raise ConflictError(
@@ -193,7 +200,7 @@ class ConnectorChanges(ConnectorReads):
         self.rt.connectors.reset_task_states(name, failed)
         self._wrote()
         self._maybe_trigger(name)
-        return {"name": name, "accepted": accepted, "warning": warning}
+        return {"name": name, "accepted": accepted, "resumed": paused, "warning": warning}
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
         """There is no long-lived connector process to restart: a restart clears FAILED task states
@@ -250,6 +257,8 @@ def _check_input(name: str, config: Mapping[str, Any]) -> None:
 
 
 def _changed_keys(current: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Keys whose values differ between two configs; `name` is not config (it is the connector's)."""
+    """Keys whose values differ between two configs, as they may be shown (`shown_key`: a key that
+    holds a secret in its name, Debezium's `column.mask.hash.<alg>.with.salt.<salt>`, with it masked;
+    two that differ only there are listed once); `name` is not config (it is the connector's)."""
     keys = (set(current) | set(new)) - {"name"}
-    return sorted(k for k in keys if k not in current or k not in new or current[k] != new[k])
+    return sorted({shown_key(k) for k in keys if k not in current or k not in new or current[k] != new[k]})

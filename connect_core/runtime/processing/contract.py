@@ -79,6 +79,8 @@ class Change:
     #: Spark's `simpleString` of its type, and that type's JSON when nested
     former: Mapping[str, Any] | None = None
     current: Mapping[str, Any] | None = None
+    #: a retyping Spark cannot cast back and forth (a struct that gained a field): no value survives it
+    uncastable: bool = False
 
     @property
     def key(self) -> str:

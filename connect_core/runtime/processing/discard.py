@@ -46,6 +46,7 @@ def enforce(df: DataFrame, plan: Plan, *, dead_letters: bool) -> Enforced:
     the connector's shape. Call `plan.check()` first: frozen changes are not handled here."""
     from pyspark.sql import functions as F
 
+    plan = _castable(df, plan)
     rows = [c for c in plan.changes if c.mode == "discard_row"]
     values = [c for c in plan.changes if c.mode == "discard_value"]
     enforced = Enforced(df)
@@ -86,6 +87,27 @@ def enforce(df: DataFrame, plan: Plan, *, dead_letters: bool) -> Enforced:
     return enforced
 
 
+def _castable(df: DataFrame, plan: Plan) -> Plan:
+    """`plan` with each retyping Spark cannot cast back and forth (a struct that gained a field, an
+    array that became a string) marked `uncastable`: none of its values survives. Found by analysing
+    the expression (no job)."""
+    import dataclasses
+
+    from pyspark.errors import PySparkException
+
+    changes = []
+    for change in plan.changes:
+        if change.kind == "retyped":
+            name = change.column or ""
+            value = column(_ROWS[1]).getField(name) if plan.envelope else column(name)
+            try:
+                df.select(_survives(value, change)).schema  # noqa: B018  (analysis only)
+            except PySparkException:
+                change = dataclasses.replace(change, uncastable=True)
+        changes.append(change)
+    return dataclasses.replace(plan, changes=tuple(changes))
+
+
 def _violates(change: Change, envelope: bool) -> Column:
     """True for a record this change sets aside (`discard_row`) or loses a value of (`discard_value`)."""
     from pyspark.sql import functions as F
@@ -95,7 +117,7 @@ def _violates(change: Change, envelope: bool) -> Column:
     if change.kind == "column_added":
         found = [v.isNotNull() for v in values]
     elif change.kind == "retyped":
-        found = [v.isNotNull() & ~_survives(v, change) for v in values]
+        found = [v.isNotNull() if change.uncastable else v.isNotNull() & ~_survives(v, change) for v in values]
     else:
         return F.lit(True)  # a new table, a dropped column, a changed key: every record
     if not envelope:
@@ -144,10 +166,7 @@ def _reshape(df: DataFrame, changes: list[Change], plan: Plan) -> DataFrame:
         if name in added:
             continue
         if name in retyped:
-            change = retyped[name]
-            value = column(name)
-            kept = F.when(_survives(value, change), value.try_cast(_type(change.former)))
-            out[name] = kept.alias(name)
+            out[name] = _kept(column(name), retyped[name]).alias(name)
         else:
             out[name] = column(name)
     for dropped, change in restored.items():
@@ -174,9 +193,17 @@ def _reshaped_row(row: Column, changes: list[Change]) -> Column:
         if change.kind == "column_dropped":
             row = row.withField(_path(name), F.lit(None).cast(_type(change.former)))
         elif change.kind == "retyped":
-            value = row.getField(name)
-            row = row.withField(_path(name), F.when(_survives(value, change), value.try_cast(_type(change.former))))
+            row = row.withField(_path(name), _kept(row.getField(name), change))
     return row
+
+
+def _kept(value: Column, change: Change) -> Column:
+    """A retyped value in the column's former type where it survives the cast there and back, else null."""
+    from pyspark.sql import functions as F
+
+    if change.uncastable:
+        return F.lit(None).cast(_type(change.former))
+    return F.when(_survives(value, change), value.try_cast(_type(change.former)))
 
 
 def _path(name: str) -> str:

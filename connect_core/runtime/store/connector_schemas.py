@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, delete, func, null, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -86,8 +86,9 @@ class ConnectorSchemas:
     @staticmethod
     def record(s: Session, connector: str, shapes: Mapping[str, Shape], run_id: int) -> None:
         """Take `shapes` (topic → the shape a run let through) as the connector's; part of the run's
-        commit. A row whose shape is already this one is left as it is (its pending change, if it had
-        one, stays: a run that paused committed nothing)."""
+        commit. A row whose shape is already this one, with nothing pending, is left as it is; a
+        pending change is settled by any commit of its topic (a run that paused committed nothing, so
+        one that commits let the records through: the change was accepted, or is gone)."""
         for topic, schema in sorted(shapes.items()):
             values = {
                 "connector": connector,
@@ -105,39 +106,41 @@ class ConnectorSchemas:
                         "fingerprint": excluded.fingerprint,
                         "schema": excluded.schema,
                         "run_id": excluded.run_id,
-                        "pending": None,
+                        "pending": null(),
                         "updated_at": func.now(),
                     },
-                    where=ConnectorSchemaRow.fingerprint != excluded.fingerprint,
+                    # a new shape, or the one a pause was about: a commit settles what was pending
+                    where=(ConnectorSchemaRow.fingerprint != excluded.fingerprint)
+                    | (func.jsonb_typeof(ConnectorSchemaRow.pending) == "object"),
                 )
             )
 
-    def hold(self, connector: str, topic: str, current: Shape | None, pending: Pending) -> None:
+    @staticmethod
+    def hold(s: Session, connector: str, topic: str, current: Shape | None, pending: Pending) -> None:
         """Record the change `connector` paused on for `topic` (its current shape kept: `current`, or
-        the pending shape itself when the topic had none)."""
+        the pending shape itself when the topic had none); part of the caller's transaction."""
         base = current or pending.schema
-        with self._sessions.begin() as s:
-            statement = insert(ConnectorSchemaRow).values(
-                connector=connector,
-                topic=topic,
-                fingerprint=base.fingerprint,
-                schema=dict(base.document),
-                run_id=None,
-                pending=pending.to_dict(),
+        statement = insert(ConnectorSchemaRow).values(
+            connector=connector,
+            topic=topic,
+            fingerprint=base.fingerprint,
+            schema=dict(base.document),
+            run_id=None,
+            pending=pending.to_dict(),
+        )
+        s.execute(
+            statement.on_conflict_do_update(
+                index_elements=["connector", "topic"],
+                set_={"pending": statement.excluded.pending, "updated_at": func.now()},
             )
-            s.execute(
-                statement.on_conflict_do_update(
-                    index_elements=["connector", "topic"],
-                    set_={"pending": statement.excluded.pending, "updated_at": func.now()},
-                )
-            )
+        )
 
     def accept(self, connector: str, topics: list[str] | None = None) -> list[str]:
         """Accept each pending change (of `topics`, or all): the sink's next run lets it through
         (and its commit makes the shape the connector's). The topics accepted."""
         with self._sessions.begin() as s:
             query = select(ConnectorSchemaRow).where(
-                ConnectorSchemaRow.connector == connector, ConnectorSchemaRow.pending.is_not(None)
+                ConnectorSchemaRow.connector == connector, func.jsonb_typeof(ConnectorSchemaRow.pending) == "object"
             )
             if topics is not None:
                 query = query.where(ConnectorSchemaRow.topic.in_(topics))

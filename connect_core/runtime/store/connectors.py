@@ -36,6 +36,7 @@ from connect_core.runtime.store.models import (
     TaskConfigRow,
     TaskStatusRow,
 )
+from connect_core.runtime.store.signals import SignalStore
 from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
 from connect_core.sdk.errors import NotFoundError
 from connect_core.sdk.records import SourcePosition, TopicPartition, partition_key
@@ -61,6 +62,8 @@ class ConnectorStore(ConnectorReads):
         super().__init__(engine)
         #: the shape each connector last let through per topic (schema contracts, propagation)
         self.schemas = ConnectorSchemas(engine)
+        #: signals sent to connectors over REST, waiting for a run to consume them
+        self.signals = SignalStore(engine)
 
     # -- connectors ---------------------------------------------------------
 
@@ -265,6 +268,7 @@ class ConnectorStore(ConnectorReads):
             s.execute(delete(SourcePositionRow).where(SourcePositionRow.connector == name))
             s.execute(delete(SinkOffsetRow).where(SinkOffsetRow.connector == name))
             ConnectorSchemas.forget(s, name)  # its next run is a first load: any shape may pass
+            SignalStore.forget(s, name)  # what they asked of the positions just forgotten
 
     def _fence(self, s: Session, name: str) -> None:
         s.execute(

@@ -38,6 +38,7 @@ __all__ = [
     "ClusterRow",
     "ConnectorRow",
     "ConnectorSchemaRow",
+    "ConnectorSignalRow",
     "ConnectorStatusRow",
     "PlacementQueueRow",
     "RebalanceLogRow",
@@ -379,8 +380,31 @@ class ConnectorSchemaRow(Base):
     fingerprint: Mapped[str] = mapped_column(Text)
     schema: Mapped[dict[str, Any]]
     run_id: Mapped[int | None] = mapped_column(BigInteger)
-    pending: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    pending: Mapped[dict[str, Any] | None] = mapped_column(JSONB(none_as_null=True))  # None: SQL NULL
     updated_at: Mapped[datetime] = _now()
+
+
+class ConnectorSignalRow(Base):
+    """A signal sent to a connector over REST (migration 0018): consumed by the commit of the run
+    that got it (`runtime.store.signals`)."""
+
+    __tablename__ = "connector_signals"
+    __table_args__ = (
+        Index(
+            "ix_connector_signals_pending",
+            "connector",
+            "id",
+            postgresql_where=text("consumed_run IS NULL"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    connector: Mapped[str] = mapped_column(Text)
+    signal_id: Mapped[str] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(Text)
+    data: Mapped[dict[str, Any]]
+    consumed_run: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = _now()
 
 
 class ClusterRow(Base):

@@ -31,6 +31,7 @@ TABLES = {
     "upkeep_jobs",
     "topic_schemas",
     "connector_schemas",
+    "connector_signals",
 }
 
 
@@ -53,7 +54,7 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0017"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0018"
         )
     engine.dispose()
 

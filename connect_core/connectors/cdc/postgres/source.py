@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import PostgresCdcConfig
-from connect_core.connectors.cdc.envelope import records_of
-from connect_core.connectors.cdc.postgres import _server, _snapshot, _stream, pgoutput
+from connect_core.connectors.cdc.envelope import records_of, topic_for
+from connect_core.connectors.cdc.postgres import _incremental, _server, _snapshot, _stream, pgoutput
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
 
@@ -77,6 +77,11 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
                     f"{pgoutput.format_lsn(int(committed['lsn']))} are lost to it. To start over with a new snapshot: "
                     "stop the connector, reset its offsets (`connect offsets reset NAME`), resume it"
                 )
+            by_name = {t.qualified: t for t in tables}
+            before = committed.get(_incremental.STATE)
+            progress = _incremental.apply_signals(before, self.context.signals, by_name, self.log)
+            chunk = self._chunk(cfg, by_name, progress)
+            # the high watermark, read after the chunk's snapshot: every transaction it saw is streamed by now
             target = _server.current_lsn(conn)
             self.log.info(
                 "slot `%s` holds %s of WAL; streaming from %s to %s",
@@ -94,8 +99,20 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         stream = _stream.Stream(cfg, names, {t.qualified: t for t in tables}, self.log, partitions)
         lsn = stream.read(int(committed["lsn"]), target)
         masks = cfg.column_masks()
-        records = {topic: records_of(spark, t, masks) for topic, t in stream.tables().items() if t.num_rows}
-        offset = {"lsn": lsn, "snapshot": "done", **names.recorded()}
+        events = stream.tables()
+        if chunk is not None:
+            topic, merged = _incremental.merge(cfg, chunk, events.get(_topic_of(cfg, chunk)), lsn, self.log)
+            if merged is not None:
+                events[topic] = merged
+            progress = chunk.progress
+        records = {topic: records_of(spark, t, masks) for topic, t in events.items() if t.num_rows}
+        offset: dict[str, Any] = {"lsn": lsn, "snapshot": "done", **names.recorded()}
+        if progress is not None:
+            offset[_incremental.STATE] = progress
+        held.update(_incremental.progress_stats(progress))
+        if progress != before:  # a signal acted on, chunks read: the progress is committed whatever else
+            offset["ts_ms"] = int(time.time() * 1000)
+            return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
         if not records and lsn != int(committed["lsn"]):
             # nothing captured changed, but the WAL moved on (other tables): advance past it
             # at most every heartbeat interval, so the slot does not hold that WAL for ever
@@ -108,6 +125,18 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             offset["ts_ms"] = int(time.time() * 1000)
         self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), pgoutput.format_lsn(lsn))
         return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
+
+    def _chunk(
+        self, cfg: PostgresCdcConfig, by_name: dict[str, _server.Table], progress: dict[str, Any] | None
+    ) -> _incremental.Chunk | None:
+        """The incremental snapshot's next rows, read before the run's WAL end is (None: nothing to read)."""
+        while progress is not None and not progress.get("paused"):
+            if progress.get("table") not in by_name:  # no longer captured: the next table
+                self.log.warning("incremental snapshot: `%s` is no longer captured: skipped", progress.get("table"))
+                progress = _incremental.next_table({**progress, "table": None})
+                continue
+            return _incremental.read_chunks(cfg, by_name, progress, cfg.incremental_snapshot_max_rows_per_run)
+        return None
 
     def log_moved_past(self, cfg: PostgresCdcConfig, committed: Mapping[str, Any]) -> bool:
         """New WAL since the committed position (without it: nothing to read)."""
@@ -164,11 +193,16 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         return SourceBatch(records, (SourcePosition(partition, offset),))
 
 
+def _topic_of(cfg: PostgresCdcConfig, chunk: _incremental.Chunk) -> str:
+    return topic_for(cfg.topic_prefix, chunk.table.schema, chunk.table.name)
+
+
 class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
     """PostgreSQL's changes (inserts, updates, deletes, truncates) from its log, as Debezium's events."""
 
     config_model = PostgresCdcConfig
     task_class = PostgresCdcSourceTask
+    accepts_signals = True
     version = _server.VERSION
 
     def task_configs(self, config: PostgresCdcConfig, max_tasks: int) -> list[dict[str, Any]]:

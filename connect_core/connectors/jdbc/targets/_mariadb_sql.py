@@ -47,6 +47,17 @@ def column_types(cur: Any, table: tuple[str, ...]) -> dict[str, str]:
     return {c: str(t) for c, t in cur.fetchall()}
 
 
+def unique_columns(cur: Any, table: tuple[str, ...]) -> set[str]:
+    """The columns of the table's primary key and unique indexes."""
+    schema, name = (table[0], table[1]) if len(table) == 2 else (None, table[0])
+    cur.execute(
+        "SELECT DISTINCT column_name FROM information_schema.statistics "
+        "WHERE table_schema = COALESCE(%s, DATABASE()) AND table_name = %s AND non_unique = 0",
+        (schema, name),
+    )
+    return {str(r[0]) for r in cur.fetchall()}
+
+
 def merge_sql(mode: str, table: str, stage: str, columns: list[str], keys: list[str], tombstones: bool = False) -> str:
     """The statement merging the staged rows `{where}` selects into `table`, in offset order; with
     `tombstones`, each key's newest row unless it is a tombstone (whose row was deleted)."""

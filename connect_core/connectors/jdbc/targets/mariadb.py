@@ -50,6 +50,7 @@ from connect_core.connectors.jdbc.targets._mariadb_sql import (
     merge_sql,
     quarantine,
     refused,
+    unique_columns,
 )
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, RetriableError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
@@ -316,7 +317,8 @@ class MariaDbTarget:
                     defs.append(f"PRIMARY KEY ({', '.join(map(self.quote, layout.keys))})")
                 cur.execute(f"CREATE TABLE {table} ({', '.join(defs)}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
                 return columns(cur, layout.table)
-            evolve = evolution(self.cfg, layout, have)
+            declared = column_types(cur, layout.table)
+            evolve = evolution(self.cfg, layout, declared, unique_columns(cur, layout.table), wanted)
             lacking = [c for c in layout.columns if c not in have]
             if lacking and not evolve.add:
                 raise ConfigError(
@@ -325,9 +327,8 @@ class MariaDbTarget:
                 )
             alter = [f"ADD COLUMN {self.quote(c)} {wanted[c]}" for c in lacking]
             alter += [f"DROP COLUMN {self.quote(c)}" for c in evolve.drop]
-            if evolve.relax:
-                declared = column_types(cur, layout.table)  # MODIFY restates the whole column
-                alter += [f"MODIFY COLUMN {self.quote(c)} {declared[c]} NULL" for c in evolve.relax]
+            # MODIFY restates the whole column
+            alter += [f"MODIFY COLUMN {self.quote(c)} {declared[c]} NULL" for c in evolve.relax]
             alter += [
                 f"MODIFY COLUMN {self.quote(c)} {wanted[c]} {'NULL' if have[c].nullable else 'NOT NULL'}"
                 for c in evolve.widen

@@ -446,11 +446,19 @@ class PostgresTarget:
                 cur.execute(sql.SQL("CREATE TABLE {} ({})").format(table, sql.SQL(", ").join(defs)))
                 return
             cur.execute(
-                "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
                 (table.as_string(conn),),
             )
-            have = {r[0] for r in cur.fetchall()}
-            evolve = evolution(self.cfg, layout, have)
+            declared = dict(cur.fetchall())
+            have = set(declared)
+            cur.execute(  # the table's key and unique columns: never dropped nor relaxed
+                "SELECT DISTINCT a.attname FROM pg_index i JOIN pg_attribute a "
+                "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+                "WHERE i.indrelid = to_regclass(%s) AND (i.indisprimary OR i.indisunique)",
+                (table.as_string(conn),),
+            )
+            evolve = evolution(self.cfg, layout, declared, {r[0] for r in cur.fetchall()}, wanted)
             lacking = [c for c in columns if c not in have]
             if lacking and not evolve.add:
                 raise ConfigError(

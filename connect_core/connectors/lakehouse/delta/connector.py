@@ -55,7 +55,7 @@ class DeltaSinkTask(SinkTask):
         #: table URI → its version after this run's commits, and the data files and bytes they added
         self.versions: dict[str, int] = {}
         self.added = [0, 0]
-        for topic in sorted({tp.topic for tp in batch.partitions}):
+        for topic in batch.read_topics():
             where = locate(self.cfg, batch.destination(topic))
             partitions = [tp.partition for tp in batch.partitions if tp.topic == topic]
             records = batch.arrow(topic)

@@ -91,6 +91,8 @@ def conform(
     wanted = Catalog._convert_schema_if_needed(rows.schema)
     current = table.schema()
     keys = {str(current.find_column_name(i)) for i in current.identifier_field_ids}
+    # a partition's source column is never dropped: every spec the table had (its old files keep theirs)
+    keys |= {str(current.find_column_name(f.source_id)) for spec in table.specs().values() for f in spec.fields}
     plan = evolution(cfg.schema_propagation, cfg.evolve_schema, changes, current.column_names, keys)
     relax = [n for n in plan.relax if current.find_field(n).required]
     if plan.drop or relax:

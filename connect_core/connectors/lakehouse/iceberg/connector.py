@@ -54,7 +54,7 @@ class IcebergSinkTask(SinkTask):
         self.versions.clear()  # an attempt's own commits (a retried write runs again)
         self.changes = batch.schema_changes  # topic → how its columns changed (`schema.propagation`)
         report = dict.fromkeys(WRITE_REPORT, 0)  # rows written, keys deleted, files and bytes added
-        for topic in sorted({tp.topic for tp in batch.partitions}):
+        for topic in batch.read_topics():
             records = batch.arrow(topic)
             if records is not None and not self.cfg.upserts and not self.cfg.dynamic_enabled:
                 # an append to fixed tables: the workers write the data files (`_spread`)

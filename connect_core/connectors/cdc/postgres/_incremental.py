@@ -1,0 +1,278 @@
+"""Incremental snapshots (Debezium's, DBLog's watermark algorithm) of the PostgreSQL source: one
+table re-read in chunks of its primary key while its changes keep streaming, read-only.
+
+A signal (`execute-snapshot`, `stop-snapshot`, `pause-snapshot`, `resume-snapshot`; the runtime
+hands a run the ones sent over REST) changes the progress kept in the source's committed position
+(`incremental`): the tables queued, the one being read, its last key read and the largest key it
+had when its read began. Each run that has a table to read:
+
+1. reads the next chunks of the table, up to `incremental.snapshot.chunk.size` rows each and
+   `max.batch.size` in all, in key order, in one read-only REPEATABLE READ transaction whose first
+   statement takes its snapshot (`pg_current_snapshot()`: the low watermark, with no write to the
+   source);
+2. only then reads the WAL end it streams to (the high watermark): every transaction the chunk's
+   snapshot saw committed before it, so its changes are in this run's stream (or an earlier one's);
+3. streams as any run does, and drops each chunk row whose key a streamed transaction the
+   snapshot did *not* see changed (an update, a delete, a key moved): that change is newer than
+   the row, and is in the stream; the other chunk rows go to the topic after the run's changes,
+   as `r` events with `snapshot=incremental`;
+4. commits the new progress with the position, in the runtime's one commit: a run killed at any
+   point reads the same chunk again, and a chunk row never overwrites a newer change.
+
+Rows inserted after the table's read began with a key past its largest are not read: the stream
+carries them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from connect_core.connectors.cdc.config import PostgresCdcConfig
+from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, topic_for
+from connect_core.connectors.cdc.postgres import _server
+from connect_core.sdk import Signal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["STATE", "Chunk", "apply_signals", "check_signal", "merge", "next_table", "progress_stats", "read_chunks"]
+
+#: The key of the progress in the source's committed position.
+STATE = "incremental"
+_SIGNALS = ("execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot")
+
+
+def apply_signals(
+    state: Mapping[str, Any] | None, signals: Iterable[Signal], tables: Mapping[str, _server.Table], log: Any
+) -> dict[str, Any] | None:
+    """The progress after `signals`, in order (None: no incremental snapshot). A signal the source
+    cannot act on (a table it does not capture or has no key, a blocking snapshot) is logged and
+    consumed: sending it again will not change that."""
+    progress: dict[str, Any] | None = dict(state) if state else None
+    for signal in signals:
+        if signal.type not in _SIGNALS:
+            log.warning("signal %s: unknown type `%s`: ignored", signal.id, signal.type)
+            continue
+        collections = [str(c) for c in signal.data.get("data-collections") or []]
+        if signal.type == "execute-snapshot":
+            if str(signal.data.get("type", "incremental")).lower() != "incremental":
+                log.warning("signal %s: only incremental snapshots are run: ignored", signal.id)
+                continue
+            wanted = []
+            for name in collections:
+                table = tables.get(name)
+                if table is None:
+                    log.warning("signal %s: `%s` is not a captured table: ignored", signal.id, name)
+                elif not table.key:
+                    log.warning("signal %s: `%s` has no primary key to read it in chunks by: ignored", signal.id, name)
+                else:
+                    wanted.append(name)
+            if wanted:
+                progress = progress or {"queue": [], "table": None, "paused": False}
+                queued = [t for t in wanted if t != progress.get("table") and t not in progress["queue"]]
+                progress["queue"] = [*progress["queue"], *queued]
+                log.info("signal %s: incremental snapshot of %s queued", signal.id, ", ".join(wanted))
+        elif progress is None:
+            log.info("signal %s (%s): no incremental snapshot is running", signal.id, signal.type)
+        elif signal.type == "stop-snapshot":
+            if collections:
+                progress["queue"] = [t for t in progress["queue"] if t not in collections]
+                if progress.get("table") in collections:
+                    progress.update(table=None, last_key=None, max_key=None)
+            else:
+                progress = None
+            log.info("signal %s: incremental snapshot stopped (%s)", signal.id, ", ".join(collections) or "all")
+        else:
+            progress["paused"] = signal.type == "pause-snapshot"
+            log.info("signal %s: incremental snapshot %s", signal.id, "paused" if progress["paused"] else "resumed")
+    return next_table(progress)
+
+
+def next_table(progress: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`progress` with the next queued table current when none is (None when nothing is left)."""
+    if progress is None:
+        return None
+    if progress.get("table") is None:
+        if not progress["queue"]:
+            return None
+        progress = {**progress, "table": progress["queue"][0], "queue": progress["queue"][1:]}
+        progress.update(last_key=None, max_key=None, chunks=0, rows=0)
+    return progress
+
+
+@dataclass
+class Chunk:
+    """What a run read of the current table: its rows (as text), the snapshot it read them in."""
+
+    table: _server.Table
+    rows: list[tuple[Any, ...]]
+    snapshot: tuple[int, int, frozenset[int]]  # xmin, xmax, xip (64-bit)
+    progress: dict[str, Any] | None  # after these rows: the next run's
+
+
+def read_chunks(
+    cfg: PostgresCdcConfig, tables: Mapping[str, _server.Table], progress: dict[str, Any], limit: int
+) -> Chunk | None:
+    """The next rows of the current table (up to `limit`), read in one read-only snapshot; None when
+    the snapshot is paused or its table is gone (then the progress moves on)."""
+    import psycopg2
+
+    if progress.get("paused"):
+        return None
+    table = tables.get(str(progress["table"]))
+    if table is None:  # no longer captured: the next one
+        return None
+    chunk_size = cfg.incremental_snapshot_chunk_size
+    key = [c for name in table.key for c in table.columns if c.name == name]
+    name = f"{_server.quote(table.schema)}.{_server.quote(table.name)}"
+    columns = ", ".join(f"{_server.quote(c.name)}::text" for c in table.columns)
+    keys = ", ".join(_server.quote(c.name) for c in key)
+    conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)
+    try:
+        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_current_snapshot()::text")  # the first statement: the transaction's snapshot
+            snapshot = _parse_snapshot(cur.fetchone()[0])
+            cur.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped",
+                (name,),
+            )
+            types = dict(cur.fetchall())
+            cast = ", ".join(f"%s::{types[c.name]}" for c in key)
+            progress = dict(progress)
+            if progress.get("max_key") is None:
+                cur.execute(
+                    f"SELECT {', '.join(f'{_server.quote(c.name)}::text' for c in key)} FROM {name} "
+                    f"ORDER BY {keys} DESC LIMIT 1"
+                )
+                found = cur.fetchone()
+                if found is None:  # an empty table: done
+                    progress.update(table=None)
+                    return Chunk(table, [], snapshot, next_table(progress))
+                progress["max_key"] = list(found)
+            rows: list[tuple[Any, ...]] = []
+            while len(rows) < limit:
+                after = f"({keys}) > ({cast}) AND " if progress.get("last_key") is not None else ""
+                params = [*(progress.get("last_key") or []), *progress["max_key"]]
+                size = min(chunk_size, limit - len(rows))
+                cur.execute(
+                    f"SELECT {columns} FROM {name} WHERE {after}({keys}) <= ({cast}) ORDER BY {keys} LIMIT {size}",
+                    params,
+                )
+                read = cur.fetchall()
+                rows += read
+                progress["chunks"] = int(progress.get("chunks", 0)) + 1
+                progress["rows"] = int(progress.get("rows", 0)) + len(read)
+                if len(read) < size:
+                    progress.update(table=None)  # read to its largest key: the next table
+                    break
+                positions = [i for i, c in enumerate(table.columns) if c.name in table.key]
+                by_name = {table.columns[i].name: read[-1][i] for i in positions}
+                progress["last_key"] = [by_name[c.name] for c in key]
+        conn.rollback()
+    finally:
+        conn.close()
+    return Chunk(table, rows, snapshot, next_table(progress))
+
+
+def _parse_snapshot(text: str) -> tuple[int, int, frozenset[int]]:
+    """`pg_current_snapshot()`'s `xmin:xmax:xip,…` (64-bit transaction ids)."""
+    xmin, xmax, xip = text.split(":")
+    return int(xmin), int(xmax), frozenset(int(x) for x in xip.split(",") if x)
+
+
+def _seen(xid: int, snapshot: tuple[int, int, frozenset[int]]) -> bool:
+    """Whether the transaction of 32-bit id `xid` (pgoutput's) had committed for `snapshot`: its
+    full id is the one of the snapshot's epoch (or the one before) that is not past `xmax`."""
+    xmin, xmax, xip = snapshot
+    full = (xmax & ~0xFFFFFFFF) | (xid & 0xFFFFFFFF)
+    if full > xmax:
+        full -= 1 << 32
+    return full < xmin or (full < xmax and full not in xip)
+
+
+def merge(
+    cfg: PostgresCdcConfig, chunk: Chunk, streamed: pa.Table | None, lsn: int, log: Any
+) -> tuple[str, pa.Table | None]:
+    """The table's events of this run: the streamed ones, then the chunk's rows as `r` events
+    (`snapshot=incremental`) but those a streamed transaction the chunk's snapshot did not see
+    changed: (topic, events)."""
+    import pyarrow as pa
+
+    table = chunk.table
+    topic = topic_for(cfg.topic_prefix, table.schema, table.name)
+    if not chunk.rows:
+        return topic, streamed
+    changes = ChangeTable(
+        topic, [(c.name, arrow_type(c.type_oid, c.typmod)) for c in table.columns], table.key, text=True
+    )
+    now = int(time.time() * 1000)
+    source = _server.source_info(cfg, table.schema, table.name, now, "incremental", None, lsn)
+    for row in chunk.rows:
+        changes.add_row("r", None, row, source, now)
+    rows = changes.table()
+    newer = _changed_since(streamed, chunk.snapshot) if streamed is not None else set()
+    if newer:
+        keep = pa.array([tuple(k.values()) not in newer for k in rows.column("__key").to_pylist()], pa.bool_())
+        dropped = len(rows) - pa.compute.sum(keep).as_py()
+        rows = rows.filter(keep)
+        log.info(
+            "incremental snapshot of %s: %d chunk row(s) dropped, changed by the stream since", table.qualified, dropped
+        )
+    if streamed is None or not len(streamed):
+        return topic, rows
+    return topic, pa.concat_tables([streamed, rows], promote_options="permissive")
+
+
+def _changed_since(streamed: pa.Table, snapshot: tuple[int, int, frozenset[int]]) -> set[tuple[Any, ...]]:
+    """The keys of streamed events whose transactions `snapshot` did not see (newer than its rows)."""
+    if "__key" not in streamed.column_names:
+        return set()
+    xids = streamed.column("source").combine_chunks().field("txId").to_pylist()
+    keys = streamed.column("__key").to_pylist()
+    return {
+        tuple(k.values())
+        for k, x in zip(keys, xids, strict=True)
+        if k is not None and x is not None and not _seen(x, snapshot)
+    }
+
+
+def progress_stats(progress: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a run reports of the incremental snapshot (Debezium's snapshot metric names)."""
+    if not progress:
+        return {}
+    return {
+        "SnapshotRunning": not progress.get("paused", False),
+        "SnapshotPaused": bool(progress.get("paused", False)),
+        "CurrentTable": progress.get("table"),
+        "RemainingTableCount": len(progress.get("queue", [])) + (1 if progress.get("table") else 0),
+        "ChunksRead": progress.get("chunks", 0),
+        "RowsScanned": progress.get("rows", 0),
+    }
+
+
+def check_signal(signal_type: str, data: Mapping[str, Any]) -> list[str]:
+    """Problems of a signal sent over REST (empty: fine), before it is queued."""
+    problems = []
+    if signal_type not in _SIGNALS:
+        problems.append(f"`type` must be one of {', '.join(_SIGNALS)}")
+    collections = data.get("data-collections")
+    if signal_type == "execute-snapshot":
+        if not isinstance(collections, list) or not collections:
+            problems.append("`data.data-collections` must list the tables to snapshot (`schema.table`)")
+        if str(data.get("type", "incremental")).lower() != "incremental":
+            problems.append("`data.type` must be `incremental` (blocking snapshots are not run)")
+        for key in ("additional-conditions", "surrogate-key"):
+            if data.get(key):
+                problems.append(f"`data.{key}` is not supported yet")
+    if collections is not None and (
+        not isinstance(collections, list)
+        or len(collections) > 100
+        or any(not isinstance(c, str) or not 0 < len(c) <= 300 for c in collections)
+    ):
+        problems.append("`data.data-collections` must be a list of at most 100 table names (`schema.table`)")
+    return problems

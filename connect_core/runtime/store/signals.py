@@ -1,0 +1,71 @@
+"""Signals sent to connectors over REST (`connect.connector_signals`, migration 0018): Debezium's
+`rest` channel. A signal waits until the commit of a run that got it (`consume`, part of that
+commit's transaction): a run that fails or is killed leaves it for the next, so what it asked for
+(an incremental snapshot) starts with the positions it changed, never without them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Engine, func, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from connect_core.runtime.store.models import ConnectorSignalRow
+from connect_core.sdk.connector import Signal
+
+__all__ = ["MAX_PENDING", "SignalStore"]
+
+#: Signals a connector may have waiting at once: a flood of them is refused, not queued for ever.
+MAX_PENDING = 100
+
+
+class SignalStore:
+    def __init__(self, engine: Engine) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def send(self, connector: str, signal_id: str, kind: str, data: Mapping[str, Any]) -> int | None:
+        """Queue a signal for `connector`'s next run: its row id, or None when `MAX_PENDING` wait already."""
+        with self._sessions.begin() as s:
+            s.execute(select(func.pg_advisory_xact_lock(func.hashtext("signals:" + connector))))
+            waiting = s.scalar(
+                select(func.count())
+                .select_from(ConnectorSignalRow)
+                .where(ConnectorSignalRow.connector == connector, ConnectorSignalRow.consumed_run.is_(None))
+            )
+            if (waiting or 0) >= MAX_PENDING:
+                return None
+            row = ConnectorSignalRow(connector=connector, signal_id=signal_id, type=kind, data=dict(data))
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def pending(self, connector: str) -> list[tuple[int, Signal]]:
+        """The connector's signals no commit consumed yet, oldest first: (row id, signal)."""
+        with self._sessions() as s:
+            rows = s.scalars(
+                select(ConnectorSignalRow)
+                .where(ConnectorSignalRow.connector == connector, ConnectorSignalRow.consumed_run.is_(None))
+                .order_by(ConnectorSignalRow.id)
+                .limit(MAX_PENDING)
+            ).all()
+            return [(r.id, Signal(r.signal_id, r.type, dict(r.data))) for r in rows]
+
+    @staticmethod
+    def consume(s: Session, ids: Sequence[int], run_id: int) -> None:
+        """Mark signals consumed by run `run_id`; part of its commit."""
+        if ids:
+            s.execute(
+                update(ConnectorSignalRow)
+                .where(ConnectorSignalRow.id.in_(list(ids)), ConnectorSignalRow.consumed_run.is_(None))
+                .values(consumed_run=run_id)
+            )
+
+    @staticmethod
+    def forget(s: Session, connector: str) -> None:
+        """Drop the connector's waiting signals (its offsets were reset)."""
+        s.execute(
+            ConnectorSignalRow.__table__.delete().where(  # type: ignore[attr-defined]
+                ConnectorSignalRow.connector == connector, ConnectorSignalRow.consumed_run.is_(None)
+            )
+        )
