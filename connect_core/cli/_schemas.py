@@ -67,3 +67,26 @@ def accept(
         err.print(f"[yellow]warning:[/yellow] {escape(result['warning'])}")
     then = "resumed" if result.get("resumed") else "not paused: its state is unchanged"
     out.print(f"accepted the change of {_text(', '.join(result['accepted']))}; `{_text(name)}` {then}")
+
+
+@app.command("snapshot")
+def snapshot(
+    name: str,
+    tables: Annotated[list[str] | None, typer.Argument(help="Tables to re-read (`schema.table`).")] = None,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the incremental snapshot (of TABLES, or all).")] = False,
+    pause: Annotated[bool, typer.Option("--pause", help="Pause the incremental snapshot.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Resume a paused incremental snapshot.")] = False,
+) -> None:
+    """Re-read tables of a CDC source while its changes keep streaming (an incremental snapshot, sent
+    as Debezium's signal over REST); or stop, pause or resume one."""
+    chosen = [kind for kind, on in (("stop", stop), ("pause", pause), ("resume", resume)) if on]
+    if len(chosen) > 1 or (not chosen and not tables):
+        err.print("[red]error:[/red] name the tables to snapshot, or one of --stop, --pause, --resume")
+        raise typer.Exit(2)
+    kind = f"{chosen[0]}-snapshot" if chosen else "execute-snapshot"
+    data: dict[str, Any] = {"data-collections": list(tables)} if tables else {}
+    if kind == "execute-snapshot":
+        data["type"] = "incremental"
+    with backend() as svc:
+        sent = svc.send_signal(name, None, kind, data)
+    out.print(f"signal {_text(sent['id'])} ({kind}) queued for `{_text(name)}`'s next run")

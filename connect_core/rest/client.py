@@ -154,6 +154,12 @@ class RestClient:
     def restart_task(self, name: str, task: int) -> None:
         self._call("POST", f"/connectors/{name}/tasks/{task}/restart")
 
+    def send_signal(
+        self, name: str, signal_id: str | None, signal_type: str, data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        body = {"type": signal_type, "data": dict(data), **({"id": signal_id} if signal_id is not None else {})}
+        return dict(self._call("POST", f"/connectors/{name}/signals", json=body))
+
     def schemas(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/connectors/{name}/schemas"))
 

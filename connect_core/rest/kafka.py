@@ -245,6 +245,26 @@ def reset_offsets(
     return svc.reset_offsets(connector, to_time)
 
 
+class SignalBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(default=None, max_length=200, description="The sender's id of the signal.")
+    type: str = Field(max_length=50, description="execute-snapshot, stop-snapshot, pause-snapshot or resume-snapshot.")
+    data: dict[str, Any] = Field(
+        default_factory=dict,
+        description='Debezium\'s signal data: {"data-collections": ["schema.table"], "type": "incremental"}.',
+    )
+
+
+@router.post(
+    "/connectors/{connector}/signals",
+    status_code=202,
+    summary="Send a signal (Debezium's: an incremental snapshot of tables) to the connector's next run (extension)",
+)
+def send_signal(svc: Svc, connector: str, body: SignalBody) -> dict[str, Any]:
+    return svc.send_signal(connector, body.id, body.type, body.data)
+
+
 class AcceptBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -3,6 +3,7 @@ triggering a run. Every config is checked by the runtime's own validation; every
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
 from connect_core.sdk._keys import shown_key
 from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError
+from connect_core.sdk.signals import signal_problems
 
 __all__ = ["ApplyAction", "ConnectorChanges"]
 
@@ -201,6 +203,38 @@ class ConnectorChanges(ConnectorReads):
         self._wrote()
         self._maybe_trigger(name)
         return {"name": name, "accepted": accepted, "resumed": paused, "warning": warning}
+
+    def send_signal(
+        self, name: str, signal_id: str | None, signal_type: str, data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Queue a signal for the connector's next run (the `rest` channel), checked first: the
+        connector must act on signals and have the channel enabled, the signal must be well formed.
+        With Airflow, a run starts now."""
+        info = self.rt.connectors.get(name)  # 404 for an unknown one
+        plugin: Any = self.rt.registry.resolve(info.connector_class).cls
+        if not getattr(plugin, "accepts_signals", False):
+            raise ConfigError(f"connector `{name}` does not act on signals", {"connector": ["takes no signals"]})
+        channels = info.config.get("signal.enabled.channels", ["rest"])
+        if "rest" not in (channels.split(",") if isinstance(channels, str) else channels):
+            raise ConfigError(
+                f"connector `{name}` does not take signals over REST: add `rest` to `signal.enabled.channels`",
+                {"signal.enabled.channels": ["`rest` not enabled"]},
+            )
+        problems = signal_problems(signal_type, data)
+        if signal_id is not None and (not isinstance(signal_id, str) or not 0 < len(signal_id) <= 200):
+            problems["id"] = ["at most 200 characters"]
+        if problems:
+            raise ConfigError(
+                "the signal is invalid: " + "; ".join(f"`{k}` {v[0]}" for k, v in problems.items()), problems
+            )
+        check_storable([signal_id or "", dict(data)], "signal")
+        shown_id = signal_id or uuid.uuid4().hex
+        queued = self.rt.connectors.signals.send(name, shown_id, signal_type, data)
+        if queued is None:
+            raise ConflictError(f"connector `{name}` has too many signals waiting for a run: let it run first")
+        self._wrote()
+        self._maybe_trigger(name)
+        return {"name": name, "id": shown_id, "type": signal_type}
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
         """There is no long-lived connector process to restart: a restart clears FAILED task states

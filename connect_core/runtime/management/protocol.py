@@ -89,6 +89,13 @@ class Management(Protocol):
         `{"name", "accepted": [topic…], "warning"}`; ConflictError when none is pending."""
         ...
 
+    def send_signal(
+        self, name: str, signal_id: str | None, signal_type: str, data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Queue a signal (Debezium's) for the connector's next run: `{"name", "id", "type"}`. ConfigError
+        for a signal it cannot take, ConflictError when too many wait already."""
+        ...
+
     # -- offsets ---------------------------------------------------------------------------
 
     def offsets(self, name: str) -> dict[str, Any]: ...

@@ -34,15 +34,15 @@ from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, topic_for
 from connect_core.connectors.cdc.postgres import _server
 from connect_core.sdk import Signal
+from connect_core.sdk.signals import SIGNAL_TYPES
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["STATE", "Chunk", "apply_signals", "check_signal", "merge", "next_table", "progress_stats", "read_chunks"]
+__all__ = ["STATE", "Chunk", "apply_signals", "merge", "next_table", "progress_stats", "read_chunks"]
 
 #: The key of the progress in the source's committed position.
 STATE = "incremental"
-_SIGNALS = ("execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot")
 
 
 def apply_signals(
@@ -53,7 +53,7 @@ def apply_signals(
     consumed: sending it again will not change that."""
     progress: dict[str, Any] | None = dict(state) if state else None
     for signal in signals:
-        if signal.type not in _SIGNALS:
+        if signal.type not in SIGNAL_TYPES:
             log.warning("signal %s: unknown type `%s`: ignored", signal.id, signal.type)
             continue
         collections = [str(c) for c in signal.data.get("data-collections") or []]
@@ -128,8 +128,9 @@ def read_chunks(
     chunk_size = cfg.incremental_snapshot_chunk_size
     key = [c for name in table.key for c in table.columns if c.name == name]
     name = f"{_server.quote(table.schema)}.{_server.quote(table.name)}"
-    columns = ", ".join(f"{_server.quote(c.name)}::text" for c in table.columns)
-    keys = ", ".join(_server.quote(c.name) for c in key)
+    columns = ", ".join(f"s.{_server.quote(c.name)}::text" for c in table.columns)
+    # qualified: `ORDER BY "id"` would sort by the output column `"id"::text`, as text
+    keys = ", ".join(f"s.{_server.quote(c.name)}" for c in key)
     conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)
     try:
         conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
@@ -145,9 +146,10 @@ def read_chunks(
             cast = ", ".join(f"%s::{types[c.name]}" for c in key)
             progress = dict(progress)
             if progress.get("max_key") is None:
+                newest = ", ".join(f"s.{_server.quote(c.name)} DESC" for c in key)
                 cur.execute(
-                    f"SELECT {', '.join(f'{_server.quote(c.name)}::text' for c in key)} FROM {name} "
-                    f"ORDER BY {keys} DESC LIMIT 1"
+                    f"SELECT {', '.join(f's.{_server.quote(c.name)}::text' for c in key)} FROM {name} AS s "
+                    f"ORDER BY {newest} LIMIT 1"
                 )
                 found = cur.fetchone()
                 if found is None:  # an empty table: done
@@ -160,7 +162,7 @@ def read_chunks(
                 params = [*(progress.get("last_key") or []), *progress["max_key"]]
                 size = min(chunk_size, limit - len(rows))
                 cur.execute(
-                    f"SELECT {columns} FROM {name} WHERE {after}({keys}) <= ({cast}) ORDER BY {keys} LIMIT {size}",
+                    f"SELECT {columns} FROM {name} AS s WHERE {after}({keys}) <= ({cast}) ORDER BY {keys} LIMIT {size}",
                     params,
                 )
                 read = cur.fetchall()
@@ -253,26 +255,3 @@ def progress_stats(progress: Mapping[str, Any] | None) -> dict[str, Any]:
         "ChunksRead": progress.get("chunks", 0),
         "RowsScanned": progress.get("rows", 0),
     }
-
-
-def check_signal(signal_type: str, data: Mapping[str, Any]) -> list[str]:
-    """Problems of a signal sent over REST (empty: fine), before it is queued."""
-    problems = []
-    if signal_type not in _SIGNALS:
-        problems.append(f"`type` must be one of {', '.join(_SIGNALS)}")
-    collections = data.get("data-collections")
-    if signal_type == "execute-snapshot":
-        if not isinstance(collections, list) or not collections:
-            problems.append("`data.data-collections` must list the tables to snapshot (`schema.table`)")
-        if str(data.get("type", "incremental")).lower() != "incremental":
-            problems.append("`data.type` must be `incremental` (blocking snapshots are not run)")
-        for key in ("additional-conditions", "surrogate-key"):
-            if data.get(key):
-                problems.append(f"`data.{key}` is not supported yet")
-    if collections is not None and (
-        not isinstance(collections, list)
-        or len(collections) > 100
-        or any(not isinstance(c, str) or not 0 < len(c) <= 300 for c in collections)
-    ):
-        problems.append("`data.data-collections` must be a list of at most 100 table names (`schema.table`)")
-    return problems

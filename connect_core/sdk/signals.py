@@ -1,0 +1,41 @@
+"""Debezium's signals, as a connector gets them (`TaskContext.signals`) and as the runtime checks
+them before queueing one (`POST /connectors/{name}/signals`): the types, and the shape of their data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["SIGNAL_TYPES", "signal_problems"]
+
+SIGNAL_TYPES = ("execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot")
+#: Tables one signal may name, and the characters of a name.
+_MAX_COLLECTIONS, _MAX_NAME = 100, 300
+
+
+def signal_problems(signal_type: Any, data: Any) -> dict[str, list[str]]:
+    """Every problem of a signal's `type` and `data`, by the key at fault (empty: fine)."""
+    problems: dict[str, list[str]] = {}
+    if signal_type not in SIGNAL_TYPES:
+        problems["type"] = [f"must be one of {', '.join(SIGNAL_TYPES)}"]
+    if not isinstance(data, Mapping):
+        problems["data"] = ["must be an object (Debezium's signal data)"]
+        return problems
+    collections = data.get("data-collections")
+    if collections is not None and (
+        not isinstance(collections, list)
+        or len(collections) > _MAX_COLLECTIONS
+        or any(not isinstance(c, str) or not 0 < len(c) <= _MAX_NAME or not c.isprintable() for c in collections)
+    ):
+        problems.setdefault("data.data-collections", []).append(
+            f"must be a list of at most {_MAX_COLLECTIONS} table names (`schema.table`)"
+        )
+    if signal_type == "execute-snapshot":
+        if not collections:
+            problems.setdefault("data.data-collections", []).append("name the tables to snapshot (`schema.table`)")
+        if str(data.get("type", "incremental")).lower() != "incremental":
+            problems["data.type"] = ["must be `incremental` (blocking snapshots are not run)"]
+        for key in ("additional-conditions", "surrogate-key"):
+            if data.get(key):
+                problems[f"data.{key}"] = ["not supported yet: the snapshot reads the whole table by its primary key"]
+    return problems

@@ -1,0 +1,207 @@
+"""Incremental snapshots of the PostgreSQL CDC source (Debezium's signals, DBLog's watermarks): a
+table re-read in chunks by primary key while its changes keep streaming, asked for over REST; the
+target (a JDBC replica) equals the source afterwards, and a chunk row never overwrites a change
+newer than it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connect_core.connectors.cdc.postgres import _incremental
+from connect_core.runtime.context import Runtime
+from connect_core.runtime.management.local import LocalManagement
+from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.testing import faults
+from connect_core.testing.servers import PgServer, unique_name
+from tests.conftest import make_runner
+from tests.connectors.cdc._pipelines import replica_sink
+from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
+from tests.rest.conftest import make_api  # noqa: F401  (fixture)
+
+_ROWS = "SELECT id, label, qty FROM items ORDER BY id"
+
+
+def _pipeline(pg_db: PgServer, runtime: Runtime, target: Database, **extra: Any) -> Any:  # noqa: F811
+    pg_db.execute(
+        "CREATE TABLE items (id int PRIMARY KEY, label text, qty int)",
+        "INSERT INTO items SELECT g, 'item ' || g, g FROM generate_series(1, 100) g",
+    )
+    runtime.create_connector(
+        "cdc",
+        {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": pg_db.host,
+            "database.port": str(pg_db.port),
+            "database.user": pg_db.user,
+            "database.dbname": pg_db.database,
+            "topic.prefix": "srv",
+            "slot.name": unique_name("slot"),
+            "publication.name": unique_name("pub"),
+            "table.include.list": "public.items",
+            "incremental.snapshot.chunk.size": "7",
+            "incremental.snapshot.max.rows.per.run": "30",
+            **extra,
+        },
+    )
+    runtime.create_connector("sink", replica_sink(target.jdbc_url, "srv.public.items"))
+    return make_runner(runtime, _SPARK[0])
+
+
+_SPARK: list[Any] = []  # the session's SparkSession, for `_pipeline`
+
+
+@pytest.fixture(autouse=True)
+def _spark(spark: Any) -> None:
+    _SPARK[:] = [spark]
+
+
+def _sync(runner: Any) -> dict[str, Any]:
+    results = {}
+    for name in ("cdc", "sink"):
+        result = runner.run(name, 0)
+        assert result.state == "SUCCEEDED", result.message
+        results[name] = result
+    return results
+
+
+def _progress(runtime: Runtime) -> dict[str, Any] | None:
+    positions = runtime.connectors.positions("cdc")
+    (key,) = list(positions)
+    found = dict(positions[key].offset).get(_incremental.STATE)
+    return dict(found) if found else None
+
+
+def test_a_lost_table_is_re_read_while_changes_stream(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+) -> None:
+    runner = _pipeline(pg_db, runtime, target)
+    _sync(runner)
+    assert target.rows("SELECT count(*) FROM items") == [(100,)]
+    target.execute("DELETE FROM items WHERE id % 3 = 0")  # the sink's target lost rows
+    sent = LocalManagement(runtime).send_signal(
+        "cdc", "resync-1", "execute-snapshot", {"data-collections": ["public.items"], "type": "incremental"}
+    )
+    assert sent["id"] == "resync-1"
+    runs = 0
+    while True:
+        # changes keep coming between the runs: updates, deletes, a key moved, new rows
+        pg_db.execute(
+            f"UPDATE items SET qty = qty + 1000 WHERE id % 10 = {runs % 10}",
+            f"DELETE FROM items WHERE id = {90 - runs}",
+            f"UPDATE items SET id = id + 1000 WHERE id = {50 + runs}",
+            f"INSERT INTO items VALUES ({200 + runs}, 'new', 0)",
+        )
+        _sync(runner)
+        runs += 1
+        if _progress(runtime) is None:
+            break
+        assert runs < 20, _progress(runtime)
+    assert runs >= 4  # 100 rows in chunks of 7, 30 rows a run
+    assert target.rows(_ROWS) == pg_db.rows(_ROWS)
+    assert runtime.connectors.signals.pending("cdc") == []  # consumed by the commit
+
+
+def test_a_chunk_row_changed_after_its_snapshot_never_overwrites_the_change(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = _pipeline(pg_db, runtime, target)
+    _sync(runner)
+    LocalManagement(runtime).send_signal("cdc", None, "execute-snapshot", {"data-collections": ["public.items"]})
+    read = _incremental.read_chunks
+
+    def then_change(*args: Any, **kwargs: Any) -> Any:
+        chunk = read(*args, **kwargs)
+        # committed after the chunk's snapshot, before the run's WAL end: newer than the chunk's rows
+        pg_db.execute("UPDATE items SET label = 'newer' WHERE id IN (2, 5)", "DELETE FROM items WHERE id = 3")
+        return chunk
+
+    monkeypatch.setattr(_incremental, "read_chunks", then_change)
+    result = _sync(runner)["cdc"]
+    monkeypatch.undo()
+    assert result.source["RowsScanned"] == 30  # the chunks were read with the change streamed
+    assert target.rows("SELECT id, label FROM items WHERE id IN (2, 3, 5) ORDER BY id") == [(2, "newer"), (5, "newer")]
+    while _progress(runtime) is not None:
+        _sync(runner)
+    assert target.rows(_ROWS) == pg_db.rows(_ROWS)
+
+
+def test_a_run_killed_before_its_commit_reads_the_same_chunk_again(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = _pipeline(pg_db, runtime, target)
+    _sync(runner)
+    target.execute("DELETE FROM items")
+    LocalManagement(runtime).send_signal("cdc", None, "execute-snapshot", {"data-collections": ["public.items"]})
+
+    def crash(at: str) -> None:
+        if at == "before_commit":
+            raise RuntimeError("killed before the commit")
+
+    monkeypatch.setattr(faults, "checkpoint", crash)
+    assert runner.run("cdc", 0).state == "FAILED"
+    monkeypatch.undo()
+    assert _progress(runtime) is None and len(runtime.connectors.signals.pending("cdc")) == 1  # nothing moved
+    _sync(runner)
+    first = _progress(runtime)
+    assert first is not None and first["rows"] == 30 and first["last_key"] == ["30"]
+    while _progress(runtime) is not None:
+        _sync(runner)
+    assert target.rows(_ROWS) == pg_db.rows(_ROWS)
+
+
+def test_signals_are_checked_before_they_are_queued(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+) -> None:
+    _pipeline(pg_db, runtime, target)
+    manage = LocalManagement(runtime)
+    for kind, data, wrong in (
+        ("execute-snapshot", {}, "data.data-collections"),
+        ("execute-snapshot", {"data-collections": ["public.items"], "type": "blocking"}, "data.type"),
+        ("execute-snapshot", {"data-collections": "public.items"}, "data.data-collections"),
+        ("explode", {}, "type"),
+    ):
+        with pytest.raises(ConfigError) as refused:
+            manage.send_signal("cdc", None, kind, data)
+        assert wrong in refused.value.errors
+    with pytest.raises(ConfigError, match="does not act on signals"):
+        manage.send_signal("sink", None, "execute-snapshot", {"data-collections": ["public.items"]})
+
+
+def test_signals_over_rest_and_the_cli(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+    make_api: Any,  # noqa: F811
+) -> None:
+    import httpx
+
+    from connect_core.rest.client import RestClient
+
+    _pipeline(pg_db, runtime, target)
+    api = make_api()
+    with httpx.Client(base_url=api.url, timeout=30) as client:
+        body = {"id": "s-1", "type": "execute-snapshot", "data": {"data-collections": ["public.items"]}}
+        sent = client.post("/connectors/cdc/signals", json=body)
+        assert sent.status_code == 202 and sent.json() == {"name": "cdc", "id": "s-1", "type": "execute-snapshot"}
+        assert client.post("/connectors/nope/signals", json=body).status_code == 404
+        refused = client.post(
+            "/connectors/cdc/signals", json={"type": "execute-snapshot", "data": {"type": "blocking"}}
+        )
+        assert refused.status_code == 400 and "data.type" in refused.text and "data.data-collections" in refused.text
+        assert client.post("/connectors/sink/signals", json=body).status_code == 400
+        assert client.post("/connectors/cdc/signals", json={**body, "extra": 1}).status_code in (400, 422)
+    # the CLI's own command, through the REST client
+    RestClient(api.url).send_signal("cdc", None, "pause-snapshot", {})
+    assert [s.type for _, s in runtime.connectors.signals.pending("cdc")] == ["execute-snapshot", "pause-snapshot"]
