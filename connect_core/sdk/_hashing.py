@@ -3,8 +3,11 @@ way in one run and the other way in the next hashes alike (a source reads a smal
 a big one through Spark).
 
 Text hashes as its UTF-8 bytes and binary as itself; integers, decimals, dates and booleans as
-their text, which Spark's and Arrow's casts write alike (`-5`, `1.50`, `2024-01-02`, `true`).
-Other types (floats, timestamps, nested values) have no text both agree on: they are not hashed.
+their text, which Spark's and Arrow's casts write alike (`-5`, `1.50`, `2024-01-02`, `true`) but
+for a decimal whose first digit is 7 or more places after the point: Arrow writes it as Java's
+`BigDecimal.toString` does (`1.00E-8`, `0E-10`), Spark in plain notation (`0.0000000100`,
+`0.0000000000`), which the Arrow path writes too (`_plain_decimals`). Other types (floats,
+timestamps, nested values) have no text both agree on: they are not hashed.
 """
 
 from __future__ import annotations
@@ -33,9 +36,27 @@ def arrow_hash_input(values: pa.Array) -> pa.Array | None:
         return values.cast(pa.string())
     if t.is_large_binary(kind):
         return values.cast(pa.binary())
-    if t.is_integer(kind) or t.is_decimal(kind) or t.is_date32(kind) or t.is_boolean(kind):
+    if t.is_decimal(kind):
+        return _plain_decimals(values)
+    if t.is_integer(kind) or t.is_date32(kind) or t.is_boolean(kind):
         return values.cast(pa.string())
     return None
+
+
+def _plain_decimals(values: pa.Array) -> pa.Array:
+    """Decimals as text in plain notation, all their scale's digits written (`0.0000000100`), as
+    Spark's cast writes them. Arrow's cast does so too but for an exponent (`1.00E-8`): those values
+    alone are written again, from Python's `Decimal` (its `f` format keeps the scale's digits)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = values.cast(pa.string())
+    exponent = pc.fill_null(pc.match_substring(text, "E"), False)
+    if not pc.any(exponent).as_py():
+        return text
+    pairs = zip(values.to_pylist(), exponent.to_pylist(), strict=True)
+    plain = [format(value, "f") if written_so else None for value, written_so in pairs]
+    return pc.if_else(exponent, pa.array(plain, pa.string()), text)
 
 
 def spark_hash_input(column: Column, kind: Any) -> Column | None:

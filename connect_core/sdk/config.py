@@ -31,6 +31,7 @@ __all__ = [
     "ContractMode",
     "ErrorsConfig",
     "Propagation",
+    "ProvidedValue",
     "SinkConnectorConfig",
     "SourceConnectorConfig",
     "TopicList",
@@ -189,6 +190,13 @@ def is_placeholder(value: str) -> bool:
     """Whether `value` is a config provider's placeholder and nothing else (`${airflow:db:jdbc_url}`):
     stored as it is, resolved only where the task runs, so a check of its form waits until then."""
     return value.startswith("${") and value.endswith("}") and value.count("${") == 1
+
+
+class ProvidedValue(str):
+    """A transform's key material as a config provider filled it in where the task runs (the runtime
+    hands `HashField`'s `hmac.key` over so). Its form was checked at create, as the placeholder, and
+    is not checked now: whoever can create a connector can point the placeholder at any secret a
+    provider reads, and a check that fails on it (too short) would tell them about that secret."""
 
 
 #: The widest whole number a count key holds: Postgres' bigint (where topic settings are stored).

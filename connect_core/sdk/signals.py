@@ -9,6 +9,8 @@ from typing import Any
 __all__ = ["SIGNAL_TYPES", "signal_problems"]
 
 SIGNAL_TYPES = ("execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot")
+#: Where a problem of the signal's data is reported (`data.data-collections`): not a config key.
+_IN_DATA = "data."
 #: Tables one signal may name, and the characters of a name.
 _MAX_COLLECTIONS, _MAX_NAME = 100, 300
 
@@ -21,21 +23,24 @@ def signal_problems(signal_type: Any, data: Any) -> dict[str, list[str]]:
     if not isinstance(data, Mapping):
         problems["data"] = ["must be an object (Debezium's signal data)"]
         return problems
-    collections = data.get("data-collections")
+    meta: Mapping[str, Any] = data  # a signal's data, not a connector's config
+    collections = meta.get("data-collections")
     if collections is not None and (
         not isinstance(collections, list)
         or len(collections) > _MAX_COLLECTIONS
         or any(not isinstance(c, str) or not 0 < len(c) <= _MAX_NAME or not c.isprintable() for c in collections)
     ):
-        problems.setdefault("data.data-collections", []).append(
-            f"must be a list of at most {_MAX_COLLECTIONS} table names (`schema.table`)"
-        )
+        _add(problems, _IN_DATA + "data-collections", f"must be a list of at most {_MAX_COLLECTIONS} table names")
     if signal_type == "execute-snapshot":
         if not collections:
-            problems.setdefault("data.data-collections", []).append("name the tables to snapshot (`schema.table`)")
-        if str(data.get("type", "incremental")).lower() != "incremental":
+            _add(problems, _IN_DATA + "data-collections", "name the tables to snapshot (`schema.table`)")
+        if str(meta.get("type", "incremental")).lower() != "incremental":
             problems["data.type"] = ["must be `incremental` (blocking snapshots are not run)"]
         for key in ("additional-conditions", "surrogate-key"):
-            if data.get(key):
+            if meta.get(key):
                 problems[f"data.{key}"] = ["not supported yet: the snapshot reads the whole table by its primary key"]
     return problems
+
+
+def _add(problems: dict[str, list[str]], key: str, problem: str) -> None:
+    problems.setdefault(key, []).append(problem)

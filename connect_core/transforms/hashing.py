@@ -1,10 +1,13 @@
 """HashField: fields replaced by a keyed hash of their values (HMAC-SHA256), so they still join and
-group, and nobody without the key can test a guess against them (a plain or salted hash of an
-e-mail address is reversed by hashing a list of addresses). Kafka's MaskField can only blank them.
+group, and nobody without the key can test a guess of a value against them (a plain or salted hash
+of an e-mail address is reversed by hashing a list of addresses). Kafka's MaskField can only blank
+them. The other way round, a MAC of a value one knows tests guesses of the key: a key must be
+random, not a password.
 
 The key is a config value: written as a config provider's placeholder (`${env:PII_KEY}`,
 `${file:/etc/connect/pii.properties:key}`) it is read only where the task runs, and never stored;
-`hmac.key` is masked wherever a config is shown, and its value in every log line.
+`hmac.key` is masked wherever a config is shown, and its value in every log line. A key written in
+the config must be 16 bytes or more; one from a provider is not checked (`ProvidedValue`).
 
 Spark has no HMAC function, and composing one from `sha2` would put the key (xor a constant) into
 the query plan, where plans are shown and logged. So the Spark path is an Arrow UDF: the key stays
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from connect_core.sdk._hashing import HASHABLE, arrow_digests, arrow_hash_input, spark_hash_input
-from connect_core.sdk.config import is_placeholder
+from connect_core.sdk.config import ProvidedValue, is_placeholder
 from connect_core.sdk.transforms import KEY_COLUMN, DataError, Transformation, TransformConfig
 from connect_core.transforms._parts import Part, arrow_fields, arrow_with, spark_fields, spark_type, spark_with
 from connect_core.transforms.fields import FieldList
@@ -48,7 +51,7 @@ class HashFieldConfig(TransformConfig):
         description=(
             "The HMAC key, at least 16 bytes (UTF-8). Secret: masked wherever a config is shown. Write it as a "
             "config provider's placeholder (`${env:PII_KEY}`, `${file:/path:key}`) to keep it out of the "
-            "metadata store: it is read where the task runs."
+            "metadata store: it is read where the task runs, and not checked there (give it 16 bytes or more)."
         ),
     )
     output_encoding: Literal["hex", "base64"] = Field(
@@ -64,10 +67,13 @@ class HashFieldConfig(TransformConfig):
             raise ValueError("name at least one field to hash (`fields=email,phone`)")
         return value
 
-    @field_validator("hmac_key")
+    @field_validator("hmac_key", mode="before")
     @classmethod
-    def _long_enough(cls, value: str) -> str:
-        if is_placeholder(value):  # resolved where the task runs, and checked there
+    def _long_enough(cls, value: Any) -> Any:
+        # Only a key written in the config is checked. A placeholder is resolved where the task runs,
+        # and its value (`ProvidedValue`) is not checked there either: a run that failed on a short
+        # one would tell whoever pointed the placeholder at a secret how long that secret is.
+        if not isinstance(value, str) or isinstance(value, ProvidedValue) or is_placeholder(value):
             return value
         if len(value.encode()) < MIN_KEY_BYTES:  # the message must not show the key
             raise ValueError(f"must be at least {MIN_KEY_BYTES} bytes long (UTF-8)")

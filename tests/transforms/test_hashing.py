@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
@@ -67,6 +69,17 @@ def test_the_midstate_hmac_is_rfc_2104(key: bytes) -> None:
         assert hmac_sha256(key)(value) == hmac.new(key, value, hashlib.sha256).hexdigest()
 
 
+def test_a_decimal_hashes_alike_on_both_paths_whatever_its_exponent(spark: Any) -> None:
+    """Arrow's cast writes `1.00E-8` and `0E-10`, Spark's `0.0000000100` and `0.0000000000`: both
+    paths hash the plain text (a window read either way gives one MAC)."""
+    texts = ["0.0000000100", "-0.0000001000", "0.0000000000", "1.5000000000", "-9999999999.9999999999"]
+    rows = [{"id": i, "d": Decimal(t)} for i, t in enumerate(texts)] + [{"id": len(texts), "d": None}]
+    out = run_both(
+        spark, chain(make(HashFieldValue, fields="d", **{"hmac.key": KEY})), rows, "id int, d decimal(20,10)"
+    )
+    assert [r["d"] for r in out] == [*(_mac(t.encode()) for t in texts), None]
+
+
 def test_a_field_that_cannot_be_hashed_is_a_data_error(spark: Any) -> None:
     with pytest.raises(DataError, match="cannot hash field `f` of type double"):
         run_both(spark, chain(make(HashFieldValue, fields="f", **{"hmac.key": KEY})), [{"f": 1.5}], "f double")
@@ -82,6 +95,28 @@ def test_a_short_key_is_refused_without_showing_it() -> None:
     found = problems({**config, "transforms.h.hmac.key": "tooshort"}, PluginRegistry())
     assert found == {"transforms.h.hmac.key": ["Value error, must be at least 16 bytes long (UTF-8)"]}
     assert "tooshort" not in repr(found)
+
+
+def test_a_key_from_a_provider_is_not_checked_so_a_run_tells_nothing_of_it(tmp_path: Any) -> None:
+    """Whoever creates a connector may point `hmac.key` at any secret a provider reads: a run that
+    failed on a short one would tell them its length. Only a key written in the config is checked."""
+    keys = tmp_path / "pii.properties"
+    keys.write_text("short=tooshort\nlong=" + KEY + "\n")
+    config = {
+        "transforms": "h",
+        "transforms.h.type": "HashField$Value",
+        "transforms.h.fields": "a",
+        "transforms.h.hmac.key": f"${{file:{keys}:short}}",
+    }
+    registry = PluginRegistry()
+    assert problems(config, registry) == {}  # at create: the placeholder, checked for what it may read
+    providers = ConfigProviders({"file"}, file_allowed_paths=[tmp_path], secret_masker=SecretMasker())
+    for name, secret in (("short", "tooshort"), ("long", KEY)):
+        resolved = providers.resolve({**config, "transforms.h.hmac.key": f"${{file:{keys}:{name}}}"})
+        assert problems(resolved, registry) == {}  # where the task runs: the same answer for either
+        (step,) = build_chain(resolved, registry).steps
+        assert step.transform.arrow(pa.record_batch({"a": ["x"]}))["a"].to_pylist() == [_mac(b"x", secret)]
+    assert "transforms.h.hmac.key" in problems({**config, "transforms.h.hmac.key": "tooshort"}, registry)
 
 
 def test_the_key_may_come_from_a_config_provider_and_is_masked_everywhere(tmp_path: Any) -> None:

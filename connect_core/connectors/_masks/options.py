@@ -12,18 +12,32 @@ Columns are comma-separated regular expressions, matched whole and ignoring case
 matches them) against a column's fully qualified name, in linear time (RE2: the names come from
 the database). The salt is a secret: shown keys have it masked (`shown_key`), and problems name the
 key that way.
+
+The keys themselves are matched as Debezium matches them: exactly (its patterns are case-sensitive),
+the algorithm in any case (Java's `MessageDigest`). Debezium ignores a key it does not match, which
+leaves the columns in clear; here any other key of the family (`Column.Mask.…`, `….with_salt.…`,
+`column.mask.width.…`: `is_mask_key`) is refused, as is a pattern that can match no column's name.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from connect_core.sdk._keys import HASH_KEY_PREFIX, SALT_MARK, salt_of, shown_key
+from connect_core.sdk._keys import (
+    HASH_ALGORITHM_NAMES,
+    HASH_KEY_PREFIX,
+    SALT_MARK,
+    hash_algorithm,
+    is_mask_key,
+    salt_of,
+    shown_key,
+)
 from connect_core.sdk._regex import compile_user_regex, linear_regex
 from connect_core.sdk.config import split_list
 from connect_core.sdk.errors import ConfigError
@@ -42,11 +56,10 @@ Kind = Literal["hash", "mask", "truncate"]
 
 _HASH, _HASH_V2, _SALT = HASH_KEY_PREFIX, "v2.", SALT_MARK
 _MASK, _TRUNCATE, _CHARS = "column.mask.with.", "column.truncate.to.", ".chars"
-_FAMILY = ("column.mask.", "column.truncate.")
 
 #: Debezium's algorithm names (Java's `MessageDigest`) that Spark SQL can compute too, so both the
 #: Spark and the Arrow path give the same digest: name → (Spark function, SHA-2 bits, hashlib name).
-HASH_ALGORITHMS: dict[str, tuple[str, int, str]] = {
+_FUNCTIONS: dict[str, tuple[str, int, str]] = {
     "MD5": ("md5", 0, "md5"),
     "SHA-1": ("sha1", 0, "sha1"),
     "SHA-224": ("sha2", 224, "sha224"),
@@ -54,9 +67,12 @@ HASH_ALGORITHMS: dict[str, tuple[str, int, str]] = {
     "SHA-384": ("sha2", 384, "sha384"),
     "SHA-512": ("sha2", 512, "sha512"),
 }
-#: Other spellings Java's providers accept for the same algorithms.
-_ALIASES = {"SHA": "SHA-1", "SHA1": "SHA-1", "SHA224": "SHA-224", "SHA256": "SHA-256", "SHA384": "SHA-384"}
-_ALIASES["SHA512"] = "SHA-512"
+HASH_ALGORITHMS = {name: _FUNCTIONS[name] for name in HASH_ALGORITHM_NAMES}  # one list of names: `_keys`'
+_CASE = (
+    "write the key in lower case, as Debezium does: `column.mask.hash.<algorithm>.with.salt.<salt>`, "
+    "`column.mask.with.<n>.chars`, `column.truncate.to.<n>.chars` (Debezium matches these keys case-sensitively, "
+    "and would ignore this one; only the algorithm may be in any case)"
+)
 #: The salt is the one secret of a salted hash: a shorter one is guessed, and is too short for the
 #: log masker to hide by value (it masks known values from 4 characters).
 MIN_SALT = 8
@@ -64,6 +80,11 @@ MIN_SALT = 8
 #: filling the memory.
 MAX_MASK = 1024
 _MAX_TRUNCATE = 2**31 - 1
+#: The keys that count characters: prefix, kind, and the range of `<n>`.
+_COUNTED: tuple[tuple[str, Kind, int, int], ...] = (
+    (_MASK, "mask", 0, MAX_MASK),
+    (_TRUNCATE, "truncate", 1, _MAX_TRUNCATE),
+)
 #: Which of several rules matching one column applies: the one that reveals least (Debezium takes
 #: the first in its own order, truncation first, which would leave a hashed column merely cut).
 _STRENGTH: dict[Kind, int] = {"mask": 0, "hash": 1, "truncate": 2}
@@ -100,11 +121,20 @@ class MaskRule:
         return any(linear_regex(p, ignore_case=True).fullmatch(name) for p in self.patterns for name in names)
 
 
+@dataclass
+class _Applied:
+    """What a connector's masks were applied to in one run: the tables, and the rules that matched."""
+
+    tables: dict[str, None] = field(default_factory=dict)  # in the order read, each once
+    matched: set[str] = field(default_factory=set)  # the rules' keys
+
+
 @dataclass(frozen=True)
 class ColumnMasks:
-    """A connector's column mask rules."""
+    """A connector's column mask rules, and (for `warn_unmatched`) the tables of a run they met."""
 
     rules: tuple[MaskRule, ...] = ()
+    _applied: _Applied = field(default_factory=_Applied, compare=False, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -116,13 +146,17 @@ class ColumnMasks:
         `<table>.<column>` for each of `tables` (the ways its table is written: `public.users`).
 
         ConfigError when a key column would be masked or truncated: its rows would share keys (a
-        compacted topic or an upserting sink would keep one of them); hashing keeps them apart."""
+        compacted topic or an upserting sink would keep one of them); hashing keeps them apart.
+        The table (`tables[0]`) and the rules that matched are noted, for `warn_unmatched`."""
         found: dict[str, MaskRule] = {}
         for column in columns:
             names = [f"{table}.{column}" for table in tables]
             matching = [rule for rule in self.rules if rule.matches(names)]
+            self._applied.matched.update(rule.key for rule in matching)
             if matching:
                 found[column] = min(matching, key=lambda r: (_STRENGTH[r.kind], r.key))
+        if tables:
+            self._applied.tables[tables[0]] = None
         keyed = [(c, r) for c, r in found.items() if c in set(key) and r.kind != "hash"]
         if keyed:
             column, rule = keyed[0]
@@ -133,40 +167,94 @@ class ColumnMasks:
             raise ConfigError(problem, {rule.shown: [problem]})
         return found
 
+    def unmatched(self) -> list[MaskRule]:
+        """The rules that named no column of the tables `for_columns` was asked about (none when it
+        was not asked: nothing was read)."""
+        if not self._applied.tables:
+            return []
+        return [rule for rule in self.rules if rule.key not in self._applied.matched]
+
+    def warn_unmatched(self, log: logging.Logger) -> None:
+        """A warning per rule that named no column of the tables read (a run's): it hid nothing, and
+        Debezium would say nothing either (a bare `email` names no `<schema>.<table>.<column>`)."""
+        tables = list(self._applied.tables)
+        read = ", ".join(tables[:_TABLES_SHOWN])
+        if len(tables) > _TABLES_SHOWN:
+            read += f" and {len(tables) - _TABLES_SHOWN} more"
+        for rule in self.unmatched():
+            log.warning(
+                "column mask `%s` matched no column of the table(s) read (%s): it hid nothing. Its columns (%s) are "
+                "regular expressions matched whole, ignoring case, against `<schema>.<table>.<column>` (MariaDB: "
+                "`<database>.<table>.<column>`; a JDBC query's: `<topic>.<column>`)",
+                rule.shown,
+                read,
+                ", ".join(rule.patterns),
+            )
+
+
+#: How many tables a warning names.
+_TABLES_SHOWN = 10
+
 
 def parse_masks(config: Mapping[str, Any]) -> tuple[ColumnMasks, dict[str, list[str]]]:
-    """The column mask rules of `config`'s `column.mask.*` / `column.truncate.*` keys, and the problems
-    of those that are not valid, by key (a hash key's salt masked)."""
+    """The column mask rules of `config`'s keys of the family (`is_mask_key`: `column.mask*`,
+    `column.truncate*`, in any case), and the problems of those that are not valid, by key (shown:
+    `shown_key`, a salt masked)."""
     rules: list[MaskRule] = []
     problems: dict[str, list[str]] = {}
-    for key in sorted(k for k in config if isinstance(k, str) and k.startswith(_FAMILY)):
+    for key in sorted(k for k in config if isinstance(k, str) and is_mask_key(k)):
+        found: list[str] = []
+        patterns: tuple[str, ...] = ()
         try:
-            rules.append(_rule(key, config[key]))
+            patterns = _patterns(config[key])
         except ValueError as exc:
-            problems.setdefault(shown_key(key), []).append(str(exc))
+            found.append(str(exc))
+        try:
+            rule = _rule(key, patterns)
+        except ValueError as exc:
+            found.append(str(exc))
+        if found:
+            problems.setdefault(shown_key(key), []).extend(found)
+        else:
+            rules.append(rule)
     return ColumnMasks(tuple(rules)), problems
 
 
-def _rule(key: str, value: Any) -> MaskRule:
-    patterns = _patterns(value)
-    if key.startswith(_HASH):
-        rest = key[len(_HASH) :]
-        rest = rest[len(_HASH_V2) :] if rest.startswith(_HASH_V2) and _SALT in rest[len(_HASH_V2) :] else rest
-        algorithm, sep, salt = rest.partition(_SALT)
-        if not sep or not algorithm or "." in algorithm:
-            raise ValueError(
-                "write the key as `column.mask.hash.<algorithm>.with.salt.<salt>` (e.g. "
-                "`column.mask.hash.SHA-256.with.salt.<salt>`)"
-            )
-        return MaskRule(key, "hash", patterns, algorithm=_algorithm(algorithm), salt=_salt(salt))
-    if key.startswith(_MASK) and key.endswith(_CHARS):
-        return MaskRule(key, "mask", patterns, chars=_count(key[len(_MASK) : -len(_CHARS)], 0, MAX_MASK))
-    if key.startswith(_TRUNCATE) and key.endswith(_CHARS):
-        return MaskRule(key, "truncate", patterns, chars=_count(key[len(_TRUNCATE) : -len(_CHARS)], 1, _MAX_TRUNCATE))
+def _rule(key: str, patterns: tuple[str, ...]) -> MaskRule:
+    """The rule of one key of the family: one of Debezium's three, written as Debezium matches them
+    (case-sensitively, but for the algorithm), else ValueError (which never holds the key)."""
+    lowered = key.lower()
+    if lowered.startswith(_HASH):
+        return _hash_rule(key, patterns)
+    for prefix, kind, low, high in _COUNTED:
+        if lowered.startswith(prefix) and lowered.endswith(_CHARS):
+            if not (key.startswith(prefix) and key.endswith(_CHARS)):
+                raise ValueError(_CASE)
+            chars = _count(key[len(prefix) : -len(_CHARS)], low, high)
+            return MaskRule(key, kind, patterns, chars=chars)
     raise ValueError(
         "unknown column mask key: the keys are `column.mask.hash.<algorithm>.with.salt.<salt>`, "
-        "`column.mask.with.<n>.chars` and `column.truncate.to.<n>.chars`"
+        "`column.mask.with.<n>.chars` and `column.truncate.to.<n>.chars`, in lower case"
     )
+
+
+def _hash_rule(key: str, patterns: tuple[str, ...]) -> MaskRule:
+    """`column.mask.hash.[v2.]<algorithm>.with.salt.<salt>` (Debezium's `[^.]+` algorithm)."""
+    lowered = key.lower()
+    start = len(_HASH)
+    if lowered.startswith(_HASH_V2, start) and _SALT in lowered[start + len(_HASH_V2) :]:
+        start += len(_HASH_V2)
+    mark = lowered.find(_SALT, start)
+    algorithm = key[start:mark] if mark >= 0 else ""
+    if not algorithm or "." in algorithm:
+        raise ValueError(
+            "write the key as `column.mask.hash.<algorithm>.with.salt.<salt>` (e.g. "
+            "`column.mask.hash.SHA-256.with.salt.<salt>`)"
+        )
+    salt = key[mark + len(_SALT) :]
+    if key != lowered[:start] + algorithm + _SALT + salt:
+        raise ValueError(_CASE)
+    return MaskRule(key, "hash", patterns, algorithm=_algorithm(algorithm), salt=_salt(salt))
 
 
 def _patterns(value: Any) -> tuple[str, ...]:
@@ -179,13 +267,25 @@ def _patterns(value: Any) -> tuple[str, ...]:
     for pattern in listed:
         compile_user_regex(pattern, "column")  # bounded: length, nesting, errors
         linear_regex(pattern, ignore_case=True)  # and matchable in linear time
+        if not any(c in pattern for c in _MATCHES_A_DOT):
+            shown = pattern if len(pattern) <= 40 else pattern[:40] + "…"
+            raise ValueError(
+                f"`{shown}` can name no column: columns are matched whole by their fully qualified name, "
+                "`<schema>.<table>.<column>` (MariaDB `<database>.<table>.<column>`, a JDBC query's `<topic>.<column>`); "
+                f"write `<schema>.<table>.{shown}`, or `.*\\.{shown}` for that column of every table"
+            )
     return tuple(listed)
 
 
+#: A fully qualified column name holds a `.`; a regular expression can match one only with one of
+#: these (`.`, `\.`, `\W`, `[^a]`…). Without any, it names no column: Debezium ignores it, and the
+#: column stays in clear; here it is refused.
+_MATCHES_A_DOT = ".\\["
+
+
 def _algorithm(name: str) -> str:
-    upper = name.upper()
-    canonical = _ALIASES.get(upper, upper)
-    if canonical not in HASH_ALGORITHMS:
+    canonical = hash_algorithm(name)
+    if canonical is None:
         shown = name if len(name) <= 40 else name[:40] + "…"
         raise ValueError(
             f"hash algorithm `{shown}` is not one of {', '.join(HASH_ALGORITHMS)} (the ones Spark SQL computes too)"
@@ -219,8 +319,9 @@ class ColumnMaskConfig(BaseModel):
             "column.mask.hash.<algorithm>.with.salt.<salt>",
             "Columns whose values become the hex digest of `<algorithm>(salt + value)`: MD5, SHA-1, SHA-224, "
             "SHA-256, SHA-384 or SHA-512; a salt of 8 characters or more, masked wherever the key is shown. Also "
-            "`column.mask.hash.v2.…` (the same hash). Comma-separated regular expressions of fully qualified column "
-            "names (`<schema>.<table>.<column>`; MariaDB `<database>.<table>.<column>`), matched whole, ignoring case.",
+            "`column.mask.hash.v2.…` (the same hash). The key in lower case, as Debezium matches it (the algorithm in "
+            "any case). Comma-separated regular expressions of fully qualified column names "
+            "(`<schema>.<table>.<column>`; MariaDB `<database>.<table>.<column>`), matched whole, ignoring case.",
         ),
         ("column.mask.with.<n>.chars", "Columns whose non-null values become `n` `*` (0 to 1024)."),
         (
@@ -247,9 +348,15 @@ class ColumnMaskConfig(BaseModel):
             ]
         raise ValidationError.from_exception_data(cls.__name__, found)
 
+    #: The rules, made once per config: a run's reads (its snapshot and stream) share them, so the
+    #: tables they met are known when it ends (`ColumnMasks.warn_unmatched`).
+    _masks: ColumnMasks | None = PrivateAttr(default=None)
+
     def column_masks(self) -> ColumnMasks:
-        """The config's column mask rules (validated with the model)."""
-        return parse_masks(self.model_extra or {})[0]
+        """The config's column mask rules (validated with the model); the same each call."""
+        if self._masks is None:
+            self._masks = parse_masks(self.model_extra or {})[0]
+        return self._masks
 
 
 def _again(err: Any) -> InitErrorDetails:

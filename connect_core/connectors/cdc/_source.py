@@ -26,9 +26,18 @@ class CdcSourceTask(SourceTask, Generic[ConfigT]):
 
     #: The connector's config model, which `cdc_config` validates the task's config with.
     config_model: type[ConfigT]
+    #: The config `cdc_config` made last: the run's (its column masks know the tables it read).
+    _config: ConfigT | None = None
 
     def cdc_config(self) -> ConfigT:
-        return self.config_model.model_validate(self.config)
+        self._config = self.config_model.model_validate(self.config)
+        return self._config
+
+    def close(self) -> None:
+        """After the run: a warning for each column mask that named no column of the tables read
+        (the run's reads took their masks from the config `cdc_config` made last)."""
+        if self._config is not None:
+            self._config.column_masks().warn_unmatched(self.log)
 
     @final
     def has_new_data(self, positions: Positions) -> bool | None:

@@ -73,6 +73,8 @@ class JdbcSourceTask(SourceTask):
             window = _Window(cfg, jdbc, source)
             df, offset = window.read(positions.offset(source.key))
             if df is None:
+                if masks:  # nothing new, but its columns were read: a rule naming one of them names something
+                    masks.for_columns(_mask_tables(jdbc, source), [c.name for c in window.columns])
                 continue
             how = "Spark's JDBC reader"
             if isinstance(df, ArrowRecords):
@@ -84,6 +86,7 @@ class JdbcSourceTask(SourceTask):
             records[source.topic] = keyed(df, key) if key else df
             if offset is not None:
                 reached.append(SourcePosition(source.key, offset))
+        masks.warn_unmatched(self.log)
         return SourceBatch(records, tuple(reached))
 
     def _masked(
@@ -93,12 +96,8 @@ class JdbcSourceTask(SourceTask):
         neither the value nor the key holds what they hide)."""
         if not masks:
             return df
-        if source.table is None:
-            tables = [source.topic]  # a query's columns have no table: the topic stands for it
-        else:
-            tables = list(dict.fromkeys([jdbc.dialect.qualified_table(source.table), ".".join(source.table)]))
         columns = df.schema.fieldNames() if isinstance(df, ArrowRecords) else df.columns
-        rules = masks.for_columns(tables, columns, key)
+        rules = masks.for_columns(_mask_tables(jdbc, source), columns, key)
         if not rules:
             return df
         self.log.info("%s: hiding %s", source.topic, ", ".join(f"`{c}` ({r.shown})" for c, r in sorted(rules.items())))
@@ -124,6 +123,13 @@ class JdbcSourceTask(SourceTask):
             return None
 
 
+def _mask_tables(jdbc: Jdbc, source: _Source) -> list[str]:
+    """The names column masks know a source's table by (`<table>.<column>` for each)."""
+    if source.table is None:
+        return [source.topic]  # a query's columns have no table: the topic stands for it
+    return list(dict.fromkeys([jdbc.dialect.qualified_table(source.table), ".".join(source.table)]))
+
+
 def _sources(cfg: JdbcSourceConfig, jdbc: Jdbc) -> list[_Source]:
     if cfg.query:
         return [_Source({"query": "query"}, cfg.topic_prefix, f"({cfg.query}) connect_src", None)]
@@ -143,9 +149,10 @@ class _Window:
         self.q = jdbc.dialect.quote
         self.inc = self.q(cfg.incrementing_column_name) if cfg.incrementing_column_name else None
         self.ts = self.q(cfg.timestamp_column_name) if cfg.timestamp_column_name else None
+        self.columns: list[Column] = []  # the source's columns, once `read` has asked for them
 
     def read(self, last: Any) -> tuple[DataFrame | ArrowRecords | None, dict[str, Any] | None]:
-        columns = self._columns()
+        columns = self.columns = self._columns()
         select = ", ".join(
             f"{self.dialect.text_cast(self.q(c.name))} AS {self.q(c.name)}" if c.as_text else self.q(c.name)
             for c in columns

@@ -14,6 +14,7 @@ from connect_core.runtime.management.shapes import info_of
 from connect_core.runtime.store.connectors import ConnectorExistsError, ConnectorInfo
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
+from connect_core.runtime.validation import connector_config_model
 from connect_core.sdk._keys import shown_key
 from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError
 from connect_core.sdk.signals import signal_problems
@@ -214,8 +215,8 @@ class ConnectorChanges(ConnectorReads):
         plugin: Any = self.rt.registry.resolve(info.connector_class).cls
         if not getattr(plugin, "accepts_signals", False):
             raise ConfigError(f"connector `{name}` does not act on signals", {"connector": ["takes no signals"]})
-        channels = info.config.get("signal.enabled.channels", ["rest"])
-        if "rest" not in (channels.split(",") if isinstance(channels, str) else channels):
+        model = connector_config_model(plugin).model_validate(info.config)  # read as it was validated
+        if "rest" not in getattr(model, "signal_enabled_channels", ["rest"]):
             raise ConfigError(
                 f"connector `{name}` does not take signals over REST: add `rest` to `signal.enabled.channels`",
                 {"signal.enabled.channels": ["`rest` not enabled"]},

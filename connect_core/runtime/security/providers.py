@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from connect_core.runtime.security.masking import SecretMasker, masker
+from connect_core.sdk.config import ProvidedValue
 from connect_core.sdk.errors import ConfigError
 
 __all__ = ["PROVIDERS", "ConfigProviders", "placeholders"]
@@ -140,6 +141,8 @@ class ConfigProviders:
             # URL in an error may change it (case, escapes) so that the parts no longer stand alone.
             if resolved != value:
                 self._masker.add(resolved)
+                if key in keyed:  # a transform's key: not checked in its resolved form (`ProvidedValue`)
+                    return ProvidedValue(resolved)
             return resolved
         if isinstance(value, Mapping):
             return self.resolve(value)
@@ -194,10 +197,13 @@ _COMPUTED_PREFIXES = ("transforms.", "predicates.")
 _COMPUTED_KEYS = ("query",)
 
 
-#: The one exception: a transform's key material, which it only feeds to a keyed hash (HMAC), whose
-#: output does not carry the key out: the option, by the exact names of the transform's `type`
-#: (its entry points, with or without Kafka's package, and its class), so no other transform can be
-#: handed the secret under the same option.
+#: The one exception: a transform's key material, which it only feeds to a keyed hash (HMAC): the
+#: option, by the exact names of the transform's `type` (its entry points, with or without Kafka's
+#: package, and its class), so no other transform can be handed the secret under the same option.
+#: The MACs do not show the key, but they are a test of it: whoever reads the topic and knows a
+#: hashed value can try guesses of the key offline, so a low-entropy secret (a password) pointed at
+#: here can be found. The same role can already reference any secret the providers read (in a
+#: connection key, sent to a server of its choosing): confine the providers (docs/security.md).
 _KEY_MATERIAL_OPTION = "hmac.key"
 _KEY_MATERIAL_TYPES = frozenset(
     {

@@ -157,3 +157,49 @@ def test_mariadb_snapshot_and_stream_are_hidden(mariadb_db: MariaDbServer, runti
     assert update["op"] == "u" and update["before"]["email"] == sha512["bob@example.com"]
     assert update["after"] == {"id": 1, "email": sha512["bob@new.example"], "ssn": "", "zip": b"10"}
     assert update["__key"] == {"id": 1}  # not named: the key stays
+
+
+def test_a_rule_that_names_no_column_of_the_tables_read_is_warned_of_each_run(
+    pg_db: PgServer, runtime: Runtime, spark: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Debezium says nothing of a rule that names no column (`inventory.…` copied from its examples):
+    here each run that read tables warns of it, by its key with the salt masked."""
+    pg_db.execute(
+        "CREATE TABLE users (id int PRIMARY KEY, email text, ssn text)",
+        "INSERT INTO users VALUES (1, 'alice@example.com', '123')",
+    )
+    caplog.set_level("INFO", logger="connect")
+    config = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": pg_db.host,
+        "database.port": str(pg_db.port),
+        "database.user": pg_db.user,
+        "database.dbname": pg_db.database,
+        "topic.prefix": "srv",
+        "slot.name": unique_name("slot"),
+        "publication.name": unique_name("pub"),
+        "table.include.list": "public.users",
+        "heartbeat.interval.ms": "0",
+        f"column.mask.hash.SHA-256.with.salt.{SALT}": "inventory.users.email",
+        "column.mask.with.3.chars": "public.users.ssn",
+    }
+    runtime.create_connector("cdc", config)
+    runner = make_runner(runtime, spark)
+
+    def warned() -> list[str]:
+        return [
+            r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "matched no column" in r.getMessage()
+        ]
+
+    assert (first := runner.run("cdc", 0)).state == "SUCCEEDED", first.message  # the snapshot
+    (warning,) = warned()
+    assert "`column.mask.hash.SHA-256.with.salt.********` matched no column of the table(s) read (public.users)" in (
+        warning
+    )
+    caplog.clear()
+    pg_db.execute("UPDATE users SET ssn = '456' WHERE id = 1")
+    assert (second := runner.run("cdc", 0)).state == "SUCCEEDED", second.message  # the stream
+    assert len(warned()) == 1 and "column.mask.with.3.chars" not in warned()[0]
+    snapshot, update = _events(runtime, spark, "srv.public.users")
+    assert (update["after"]["email"], update["after"]["ssn"]) == ("alice@example.com", "***")
+    assert snapshot["after"]["ssn"] == "***" and SALT not in caplog.text

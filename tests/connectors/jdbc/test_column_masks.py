@@ -186,3 +186,76 @@ def test_a_config_read_back_with_its_salt_masked_is_refused_not_stored(
     again = httpx.put(f"{api.url}/connectors/src/config", json=shown, timeout=60)
     assert again.status_code == 400 and "write the salt itself" in again.text, again.text
     assert runtime.connectors.get("src").config[HASH_KEY] == "public.t.email"  # unchanged
+
+
+def test_a_key_debezium_would_ignore_is_refused_and_apply_shows_no_salt(
+    runtime: Runtime,
+    postgres: Database,  # noqa: F811
+    api: Served,
+) -> None:
+    """Another case, a near miss, a pattern naming no `<schema>.<table>.<column>`: Debezium ignores
+    each and the column goes out in clear; here each is a 400 naming the key with its salt masked."""
+    postgres.execute("CREATE TABLE t (id int PRIMARY KEY, email text)")
+    base = postgres.source_config(**{"table.whitelist": "t", "topic.prefix": "p."})
+    refused = {
+        f"Column.Mask.Hash.SHA-256.with.salt.{SALT}": ("public.t.email", "Column.Mask.Hash.SHA-256.with.salt.********"),
+        f"column.mask.hash.SHA-256.with_salt.{SALT}": ("public.t.email", "column.mask.hash.SHA-256.********"),
+        HASH_KEY: ("email", "column.mask.hash.SHA-256.with.salt.********"),
+    }
+    for key, (columns, shown) in refused.items():
+        answer = httpx.post(f"{api.url}/connectors", json={"name": "c", "config": {**base, key: columns}}, timeout=60)
+        assert answer.status_code == 400 and f"{shown}: " in answer.json()["message"], answer.text
+        assert SALT not in answer.text and SALT.lower() not in answer.text.lower()
+    assert runtime.connectors.names() == []
+
+    created = httpx.put(f"{api.url}/connectors/src/apply", json={**base, HASH_KEY: "public.t.email"}, timeout=60)
+    assert created.status_code in (200, 201) and SALT not in created.text, created.text
+    resalted = {**base, f"{HASH_KEY}-2": "public.t.email", "poll.interval.ms": 1234}
+    for dry_run in ("true", "false"):
+        answer = httpx.put(f"{api.url}/connectors/src/apply?dryRun={dry_run}", json=resalted, timeout=60)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["changed"] == ["column.mask.hash.SHA-256.with.salt.********", "poll.interval.ms"]
+        assert SALT not in answer.text
+
+
+def test_a_rule_that_names_no_column_read_is_warned_of_each_run(
+    runtime: Runtime,
+    runner: TaskRunner,
+    spark: Any,
+    postgres: Database,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    postgres.execute(
+        "CREATE TABLE users (id int PRIMARY KEY, email text, ssn text)",
+        "INSERT INTO users VALUES (1, 'alice@example.com', '123')",
+    )
+    caplog.set_level("INFO", logger="connect")
+    config = postgres.source_config(
+        **{
+            "table.whitelist": "users",
+            "topic.prefix": "w_",
+            "mode": "incrementing",
+            "incrementing.column.name": "id",
+            HASH_KEY: "inventory.users.email",  # Debezium's example schema, not this one
+            "column.mask.with.3.chars": "public.users.ssn",
+        }
+    )
+    runtime.create_connector("src", config)
+    synced(runner, "src")
+    (row,) = _topic(runtime, spark, "w_users")
+    assert (row["email"], row["ssn"]) == ("alice@example.com", "***")  # what the rule missed is in clear…
+    warned = [
+        r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "matched no column" in r.getMessage()
+    ]
+    assert len(warned) == 1, warned  # …and said so, by the key with its salt masked
+    assert (
+        "`column.mask.hash.SHA-256.with.salt.********` matched no column of the table(s) read (public.users)"
+        in (warned[0])
+    )
+    assert "inventory.users.email" in warned[0] and SALT not in caplog.text
+
+    # a run that finds nothing new still reads the table's columns: the rule that names one is no news
+    caplog.clear()
+    assert runner.run("src", 0).state == "SUCCEEDED"
+    warned = [r.getMessage() for r in caplog.records if "matched no column" in r.getMessage()]
+    assert len(warned) == 1 and "column.mask.with.3.chars" not in warned[0], warned
