@@ -205,3 +205,72 @@ def test_signals_over_rest_and_the_cli(
     # the CLI's own command, through the REST client
     RestClient(api.url).send_signal("cdc", None, "pause-snapshot", {})
     assert [s.type for _, s in runtime.connectors.signals.pending("cdc")] == ["execute-snapshot", "pause-snapshot"]
+
+
+def test_several_transactions_after_the_chunks_snapshot_all_win(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Transactions with ids past the snapshot's `xmax` (not only the one at it) are newer than its rows."""
+    runner = _pipeline(pg_db, runtime, target)
+    pg_db.execute("CREATE TABLE other (x int)")
+    _sync(runner)
+    LocalManagement(runtime).send_signal("cdc", None, "execute-snapshot", {"data-collections": ["public.items"]})
+    read = _incremental.read_chunks
+
+    def then_change(*args: Any, **kwargs: Any) -> Any:
+        chunk = read(*args, **kwargs)
+        pg_db.execute(
+            "INSERT INTO other VALUES (1)",
+            "INSERT INTO other VALUES (2)",
+            "UPDATE items SET label = 'newer' WHERE id = 2",
+            "TRUNCATE other",
+            "DELETE FROM items WHERE id = 4",
+        )
+        return chunk
+
+    monkeypatch.setattr(_incremental, "read_chunks", then_change)
+    _sync(runner)
+    monkeypatch.undo()
+    assert target.rows("SELECT id, label FROM items WHERE id BETWEEN 2 AND 4 ORDER BY id") == [
+        (2, "newer"),
+        (3, "item 3"),
+    ]
+
+
+def test_values_keep_their_output_form_in_both_snapshots(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+) -> None:
+    """A boolean, a char(n) with its blanks, an inet: as the stream carries them, whichever snapshot read them."""
+    pg_db.execute(
+        "CREATE TABLE flags (id int PRIMARY KEY, on_ bool, code char(4), addr inet)",
+        "INSERT INTO flags VALUES (1, true, 'ab', '10.0.0.1'), (2, false, 'abcd', '::1')",
+    )
+    runtime.create_connector(
+        "cdc",
+        {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": pg_db.host,
+            "database.port": str(pg_db.port),
+            "database.user": pg_db.user,
+            "database.dbname": pg_db.database,
+            "topic.prefix": "srv",
+            "slot.name": unique_name("slot"),
+            "publication.name": unique_name("pub"),
+            "table.include.list": "public.flags",
+        },
+    )
+    runtime.create_connector("sink", replica_sink(target.jdbc_url, "srv.public.flags", table="flags"))
+    runner = make_runner(runtime, _SPARK[0])
+    _sync(runner)
+    expected = [(1, True, "ab  ", "10.0.0.1"), (2, False, "abcd", "::1")]
+    query = "SELECT id, on_, code, addr FROM flags ORDER BY id"
+    assert target.rows(query) == expected  # the initial snapshot
+    target.execute("UPDATE flags SET on_ = NOT on_, code = 'zz'")
+    LocalManagement(runtime).send_signal("cdc", None, "execute-snapshot", {"data-collections": ["public.flags"]})
+    _sync(runner)
+    assert target.rows(query) == expected  # the incremental one

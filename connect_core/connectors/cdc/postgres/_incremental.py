@@ -127,8 +127,11 @@ def read_chunks(
         return None
     chunk_size = cfg.incremental_snapshot_chunk_size
     key = [c for name in table.key for c in table.columns if c.name == name]
+    if not key:  # its primary key dropped since the snapshot began: no order to read it in, the next table
+        return Chunk(table, [], (0, 0, frozenset()), next_table({**progress, "table": None}))
     name = f"{_server.quote(table.schema)}.{_server.quote(table.name)}"
-    columns = ", ".join(f"s.{_server.quote(c.name)}::text" for c in table.columns)
+    # each value as pgoutput streams it (`output_text`): what the stream's events are compared with
+    columns = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=True) for c in table.columns)
     # qualified: `ORDER BY "id"` would sort by the output column `"id"::text`, as text
     keys = ", ".join(f"s.{_server.quote(c.name)}" for c in key)
     conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)
@@ -145,12 +148,12 @@ def read_chunks(
             types = dict(cur.fetchall())
             cast = ", ".join(f"%s::{types[c.name]}" for c in key)
             progress = dict(progress)
+            if progress.get("key") != [c.name for c in key]:  # a first chunk, or the key changed since: from the start
+                progress.update(key=[c.name for c in key], last_key=None, max_key=None)
             if progress.get("max_key") is None:
                 newest = ", ".join(f"s.{_server.quote(c.name)} DESC" for c in key)
-                cur.execute(
-                    f"SELECT {', '.join(f's.{_server.quote(c.name)}::text' for c in key)} FROM {name} AS s "
-                    f"ORDER BY {newest} LIMIT 1"
-                )
+                key_texts = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=False) for c in key)
+                cur.execute(f"SELECT {key_texts} FROM {name} AS s ORDER BY {newest} LIMIT 1")  # no params: `%s` as is
                 found = cur.fetchone()
                 if found is None:  # an empty table: done
                     progress.update(table=None)
@@ -189,11 +192,14 @@ def _parse_snapshot(text: str) -> tuple[int, int, frozenset[int]]:
 
 def _seen(xid: int, snapshot: tuple[int, int, frozenset[int]]) -> bool:
     """Whether the transaction of 32-bit id `xid` (pgoutput's) had committed for `snapshot`: its
-    full id is the one of the snapshot's epoch (or the one before) that is not past `xmax`."""
+    full id is the one nearest the snapshot's `xmax` (its epoch, or the one before or after)."""
     xmin, xmax, xip = snapshot
     full = (xmax & ~0xFFFFFFFF) | (xid & 0xFFFFFFFF)
-    if full > xmax:
+    # the full id nearest `xmax`: a transaction just past it is newer (not one 2^32 older)
+    if full > xmax + (1 << 31):
         full -= 1 << 32
+    elif full < xmax - (1 << 31):
+        full += 1 << 32
     return full < xmin or (full < xmax and full not in xip)
 
 
@@ -218,6 +224,13 @@ def merge(
         changes.add_row("r", None, row, source, now)
     rows = changes.table()
     newer = _changed_since(streamed, chunk.snapshot) if streamed is not None else set()
+    if newer is None:  # truncated after the chunk's snapshot: its rows are gone
+        log.info(
+            "incremental snapshot of %s: %d chunk row(s) dropped, the table was truncated since",
+            table.qualified,
+            len(rows),
+        )
+        return topic, streamed
     if newer:
         keep = pa.array([tuple(k.values()) not in newer for k in rows.column("__key").to_pylist()], pa.bool_())
         dropped = len(rows) - pa.compute.sum(keep).as_py()
@@ -230,17 +243,23 @@ def merge(
     return topic, pa.concat_tables([streamed, rows], promote_options="permissive")
 
 
-def _changed_since(streamed: pa.Table, snapshot: tuple[int, int, frozenset[int]]) -> set[tuple[Any, ...]]:
-    """The keys of streamed events whose transactions `snapshot` did not see (newer than its rows)."""
+def _changed_since(streamed: pa.Table, snapshot: tuple[int, int, frozenset[int]]) -> set[tuple[Any, ...]] | None:
+    """The keys of streamed events whose transactions `snapshot` did not see (newer than its rows);
+    None when one of them truncated the table (every chunk row is older than that)."""
     if "__key" not in streamed.column_names:
         return set()
     xids = streamed.column("source").combine_chunks().field("txId").to_pylist()
     keys = streamed.column("__key").to_pylist()
-    return {
-        tuple(k.values())
-        for k, x in zip(keys, xids, strict=True)
-        if k is not None and x is not None and not _seen(x, snapshot)
-    }
+    ops = streamed.column("op").to_pylist()
+    newer = set()
+    for key, xid, op in zip(keys, xids, ops, strict=True):
+        if xid is None or _seen(xid, snapshot):
+            continue
+        if op == "t":
+            return None
+        if key is not None:
+            newer.add(tuple(key.values()))
+    return newer
 
 
 def progress_stats(progress: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -84,6 +84,15 @@ def source_info(
     }
 
 
+def output_text(column: str, *, escaped: bool) -> str:
+    """SQL giving `column`'s value as its type's output function writes it, the form pgoutput streams (a
+    boolean `t`, a char(n) with its blanks, an inet without `/32`), NULL as NULL: a cast to text differs
+    (`true`, blanks trimmed), and `format` alone makes NULL ''. `escaped`: for a query run with
+    parameters (psycopg2 reads `%` there)."""
+    percent = "%%" if escaped else "%"
+    return f"CASE WHEN {column} IS NULL THEN NULL ELSE format('{percent}s', {column}) END"
+
+
 def libpq_args(cfg: PostgresCdcConfig) -> dict[str, Any]:
     dsn: dict[str, Any] = {
         "host": cfg.database_hostname,

@@ -116,7 +116,8 @@ def _chunks(conn: Any, table: _server.Table, threads: int) -> list[_Chunk]:
 
 def _read_chunk(conn: Any, chunk: _Chunk) -> list[tuple[Any, ...]]:
     table = chunk.table
-    texts = ", ".join(f"{_server.quote(c.name)}::text" for c in table.columns)
+    # each value in the form pgoutput streams it (`_server.output_text`), which `from_text` reads
+    texts = ", ".join(_server.output_text(_server.quote(c.name), escaped=True) for c in table.columns)
     with conn.cursor() as cur:
         cur.execute(
             f"SELECT {texts} FROM {_server.quote(table.schema)}.{_server.quote(table.name)} {chunk.where}", chunk.params

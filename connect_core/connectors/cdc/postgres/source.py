@@ -190,6 +190,12 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             "copied" if copy else "not copied (snapshot.mode=" + cfg.snapshot_mode + ")",
         )
         offset = {"lsn": lsn, "snapshot": "done", "ts_ms": int(time.time() * 1000), **names.recorded()}
+        # signals sent before the first run: what it copied needs no re-read, what it did not is queued
+        progress = _incremental.apply_signals(
+            None, [] if copy else self.context.signals, {t.qualified: t for t in tables}, self.log
+        )
+        if progress is not None:
+            offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),))
 
 
