@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from connect_core.runtime.context import Runtime
-from connect_core.testing.servers import PgServer, unique_name
+from connect_core.testing.servers import PgServer
 from tests.conftest import make_runner
-from tests.connectors.cdc._pipelines import replica_sink
+from tests.connectors.cdc._pipelines import pg_capture, replica_sink
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
 
 MODES = ["evolve", "freeze", "discard_row", "discard_value"]
@@ -50,19 +50,14 @@ def test_each_contract_mode_on_each_change_of_a_captured_table(
     )
     runtime.create_connector(
         "cdc",
-        {
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "database.hostname": pg_db.host,
-            "database.port": str(pg_db.port),
-            "database.user": pg_db.user,
-            "database.dbname": pg_db.database,
-            "topic.prefix": "srv",
-            "slot.name": unique_name("slot"),
-            "publication.name": unique_name("pub"),
-            "table.include.list": "public.items",
-            "schema.contract": mode,
-            "errors.deadletterqueue.topic.name": "dlq",
-        },
+        pg_capture(
+            pg_db,
+            "public.items",
+            **{
+                "schema.contract": mode,
+                "errors.deadletterqueue.topic.name": "dlq",
+            },
+        ),
     )
     runtime.create_connector(
         "sink", replica_sink(target.jdbc_url, "srv.public.items", **{"schema.propagation": "propagate_columns"})

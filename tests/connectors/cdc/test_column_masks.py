@@ -14,8 +14,9 @@ from connect_core.runtime.lineage import run_lineage
 from connect_core.runtime.security import mask_config
 from connect_core.runtime.topics.segments import read_topics
 from connect_core.sdk.records import TopicPartition
-from connect_core.testing.servers import MariaDbServer, PgServer, unique_name
+from connect_core.testing.servers import MariaDbServer, PgServer
 from tests.conftest import make_runner
+from tests.connectors.cdc._pipelines import pg_capture
 
 SALT = "cdc-salt-5e1b77"
 
@@ -43,22 +44,17 @@ def test_postgres_snapshot_and_stream_are_hidden_in_before_after_and_key(
         "INSERT INTO users VALUES ('u1', 'alice@example.com', '123-45-6789', '75011', 'short')",
     )
     caplog.set_level("INFO", logger="connect")
-    config = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": pg_db.host,
-        "database.port": str(pg_db.port),
-        "database.user": pg_db.user,
-        "database.dbname": pg_db.database,
-        "topic.prefix": "srv",
-        "slot.name": unique_name("slot"),
-        "publication.name": unique_name("pub"),
-        "table.include.list": "public.users",
-        "heartbeat.interval.ms": "0",
-        # Debezium's `<schema>.<table>.<column>`, the key column hashed too
-        f"column.mask.hash.SHA-256.with.salt.{SALT}": "public.users.email,public.users.id",
-        "column.mask.with.3.chars": "public.users.ssn",
-        "column.truncate.to.2.chars": r"public\.users\.(zip|bio)",
-    }
+    config = pg_capture(
+        pg_db,
+        "public.users",
+        **{
+            "heartbeat.interval.ms": "0",
+            # Debezium's `<schema>.<table>.<column>`, the key column hashed too
+            f"column.mask.hash.SHA-256.with.salt.{SALT}": "public.users.email,public.users.id",
+            "column.mask.with.3.chars": "public.users.ssn",
+            "column.truncate.to.2.chars": r"public\.users\.(zip|bio)",
+        },
+    )
     runtime.create_connector("cdc", config)
     runner = make_runner(runtime, spark)
     assert (first := runner.run("cdc", 0)).state == "SUCCEEDED", first.message
@@ -99,19 +95,14 @@ def test_an_unchanged_toast_value_keeps_its_stand_in(pg_db: PgServer, runtime: R
         "ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL",  # out of line, uncompressed
         f"INSERT INTO docs VALUES (1, '{'x' * 5000}', 0)",
     )
-    config = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": pg_db.host,
-        "database.port": str(pg_db.port),
-        "database.user": pg_db.user,
-        "database.dbname": pg_db.database,
-        "topic.prefix": "srv",
-        "slot.name": unique_name("slot"),
-        "publication.name": unique_name("pub"),
-        "table.include.list": "public.docs",
-        "heartbeat.interval.ms": "0",
-        f"column.mask.hash.SHA-256.with.salt.{SALT}": "public.docs.body",
-    }
+    config = pg_capture(
+        pg_db,
+        "public.docs",
+        **{
+            "heartbeat.interval.ms": "0",
+            f"column.mask.hash.SHA-256.with.salt.{SALT}": "public.docs.body",
+        },
+    )
     runtime.create_connector("cdc", config)
     runner = make_runner(runtime, spark)
     assert runner.run("cdc", 0).state == "SUCCEEDED"
@@ -169,20 +160,15 @@ def test_a_rule_that_names_no_column_of_the_tables_read_is_warned_of_each_run(
         "INSERT INTO users VALUES (1, 'alice@example.com', '123')",
     )
     caplog.set_level("INFO", logger="connect")
-    config = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": pg_db.host,
-        "database.port": str(pg_db.port),
-        "database.user": pg_db.user,
-        "database.dbname": pg_db.database,
-        "topic.prefix": "srv",
-        "slot.name": unique_name("slot"),
-        "publication.name": unique_name("pub"),
-        "table.include.list": "public.users",
-        "heartbeat.interval.ms": "0",
-        f"column.mask.hash.SHA-256.with.salt.{SALT}": "inventory.users.email",
-        "column.mask.with.3.chars": "public.users.ssn",
-    }
+    config = pg_capture(
+        pg_db,
+        "public.users",
+        **{
+            "heartbeat.interval.ms": "0",
+            f"column.mask.hash.SHA-256.with.salt.{SALT}": "inventory.users.email",
+            "column.mask.with.3.chars": "public.users.ssn",
+        },
+    )
     runtime.create_connector("cdc", config)
     runner = make_runner(runtime, spark)
 

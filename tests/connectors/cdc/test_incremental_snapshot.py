@@ -14,9 +14,9 @@ from connect_core.runtime.context import Runtime
 from connect_core.runtime.management.local import LocalManagement
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.testing import faults
-from connect_core.testing.servers import PgServer, unique_name
+from connect_core.testing.servers import PgServer
 from tests.conftest import make_runner
-from tests.connectors.cdc._pipelines import replica_sink
+from tests.connectors.cdc._pipelines import pg_capture, replica_sink
 from tests.connectors.jdbc_helpers import Database, target  # noqa: F401  (fixtures)
 from tests.rest.conftest import make_api  # noqa: F401  (fixture)
 
@@ -30,20 +30,15 @@ def _pipeline(pg_db: PgServer, runtime: Runtime, target: Database, **extra: Any)
     )
     runtime.create_connector(
         "cdc",
-        {
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "database.hostname": pg_db.host,
-            "database.port": str(pg_db.port),
-            "database.user": pg_db.user,
-            "database.dbname": pg_db.database,
-            "topic.prefix": "srv",
-            "slot.name": unique_name("slot"),
-            "publication.name": unique_name("pub"),
-            "table.include.list": "public.items",
-            "incremental.snapshot.chunk.size": "7",
-            "incremental.snapshot.max.rows.per.run": "30",
-            **extra,
-        },
+        pg_capture(
+            pg_db,
+            "public.items",
+            **{
+                "incremental.snapshot.chunk.size": "7",
+                "incremental.snapshot.max.rows.per.run": "30",
+                **extra,
+            },
+        ),
     )
     runtime.create_connector("sink", replica_sink(target.jdbc_url, "srv.public.items"))
     return make_runner(runtime, _SPARK[0])
@@ -252,17 +247,7 @@ def test_values_keep_their_output_form_in_both_snapshots(
     )
     runtime.create_connector(
         "cdc",
-        {
-            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-            "database.hostname": pg_db.host,
-            "database.port": str(pg_db.port),
-            "database.user": pg_db.user,
-            "database.dbname": pg_db.database,
-            "topic.prefix": "srv",
-            "slot.name": unique_name("slot"),
-            "publication.name": unique_name("pub"),
-            "table.include.list": "public.flags",
-        },
+        pg_capture(pg_db, "public.flags"),
     )
     runtime.create_connector("sink", replica_sink(target.jdbc_url, "srv.public.flags", table="flags"))
     runner = make_runner(runtime, _SPARK[0])
