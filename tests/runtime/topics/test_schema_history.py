@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import sessionmaker
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution import runner as runner_module
+from connect_core.runtime.execution._gate import shape_of
 from connect_core.runtime.execution.runner import TaskRunner
 from connect_core.runtime.topics.schema_history import _LOCK_CLASS, SchemaHistory
 from connect_core.runtime.topics.schemas import MAX_NESTING, TopicSchema, diff_schemas
@@ -203,9 +203,9 @@ def test_a_shape_nested_too_deeply_is_not_recorded_and_the_run_goes_on(caplog: p
     kind: DataType = IntegerType()
     for _ in range(MAX_NESTING + 1):
         kind = StructType([StructField("f", kind)])
-    assert runner_module._shape("deep", StructType([StructField("c", kind)])) is None
+    assert shape_of("deep", StructType([StructField("c", kind)])) is None
     assert "topic `deep`: column `c` nests" in caplog.text and "not recorded" in caplog.text
-    assert runner_module._shape("flat", StructType([StructField("c", IntegerType())])) is not None
+    assert shape_of("flat", StructType([StructField("c", IntegerType())])) is not None
 
 
 def test_two_new_shapes_committed_at_once_are_versions_1_and_2(runtime: Runtime) -> None:
