@@ -68,6 +68,13 @@ def _progress(runtime: Runtime) -> dict[str, Any] | None:
     return dict(found) if found else None
 
 
+def _converge(runtime: Runtime, runner: Any, pg_db: PgServer, target: Database) -> None:  # noqa: F811
+    """Sync until the incremental snapshot is done; the target then equals the source."""
+    while _progress(runtime) is not None:
+        _sync(runner)
+    assert target.rows(_ROWS) == pg_db.rows(_ROWS)
+
+
 def test_a_lost_table_is_re_read_while_changes_stream(
     pg_db: PgServer,
     runtime: Runtime,
@@ -122,9 +129,7 @@ def test_a_chunk_row_changed_after_its_snapshot_never_overwrites_the_change(
     monkeypatch.undo()
     assert result.source["RowsScanned"] == 30  # the chunks were read with the change streamed
     assert target.rows("SELECT id, label FROM items WHERE id IN (2, 3, 5) ORDER BY id") == [(2, "newer"), (5, "newer")]
-    while _progress(runtime) is not None:
-        _sync(runner)
-    assert target.rows(_ROWS) == pg_db.rows(_ROWS)
+    _converge(runtime, runner, pg_db, target)
 
 
 def test_a_run_killed_before_its_commit_reads_the_same_chunk_again(
@@ -149,9 +154,7 @@ def test_a_run_killed_before_its_commit_reads_the_same_chunk_again(
     _sync(runner)
     first = _progress(runtime)
     assert first is not None and first["rows"] == 30 and first["last_key"] == ["30"]
-    while _progress(runtime) is not None:
-        _sync(runner)
-    assert target.rows(_ROWS) == pg_db.rows(_ROWS)
+    _converge(runtime, runner, pg_db, target)
 
 
 def test_signals_are_checked_before_they_are_queued(
