@@ -28,6 +28,7 @@ __all__ = [
     "ErrantRecordReporter",
     "ErrantRecords",
     "Positions",
+    "Resync",
     "SinkBatch",
     "SourceBatch",
     "SourcePosition",
@@ -184,6 +185,23 @@ class ArrowRecords:
 
 
 @dataclass(frozen=True)
+class Resync:
+    """One re-read of a source table (Airbyte's refresh, `connect resync NAME --table T`), as its rows
+    travel through a topic: `generation` numbers the topic's re-reads (1, 2, …). Under `replace` a sink
+    writes the re-read's rows into a fresh copy of its target and swaps it in for the target at the
+    re-read's end, in one atomic step (a reader never sees half a table); under `retain` the rows are
+    written as any others (upserts replace the rows they re-read, the rows deleted since stay)."""
+
+    generation: int
+    mode: str  # "replace" | "retain"
+    #: On a source's batch: these rows are the re-read's first (the runtime notes where it begins).
+    begins: bool = False
+    #: On a source's batch: these rows are its last (the runtime notes where it ends); on a sink's
+    #: batch: the sink has now been given every row of the re-read: swap the copy in after writing them.
+    ends: bool = False
+
+
+@dataclass(frozen=True)
 class SourceBatch:
     """One micro-batch read by a source task.
 
@@ -198,6 +216,9 @@ class SourceBatch:
     #: What the source tells about the system it reads (how much log a replication slot holds):
     #: JSON values, kept in the run's stats as `source` (shown by `connect status` and REST's runs).
     stats: Mapping[str, Any] = field(default_factory=dict)
+    #: Topic → the re-read (`connect resync`) whose rows this batch's rows of the topic are: the runtime
+    #: records where in the topic it begins and ends (`Resync.begins`, `Resync.ends`), in this commit.
+    resyncs: Mapping[str, Resync] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> SourceBatch:
@@ -305,6 +326,11 @@ class SinkBatch:
     #: (`added`, `dropped`, `retyped`, `nullability`, `key`: the runtime's schema diff as a dict);
     #: only topics that changed, and only when `schema.propagation` is set.
     schema_changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Topic read → the `replace` re-read (`Resync`) all of this batch's rows of that topic belong to
+    #: (a batch never straddles a re-read's beginning or end): the sink writes them into the copy of
+    #: its target for `generation` (made empty, with the target's columns, on first use) and, when
+    #: `ends`, swaps the copy in atomically. A topic with `ends` may have no rows in the batch.
+    replacing: Mapping[str, Resync] = field(default_factory=dict)
 
     def destination(self, name: str) -> str:
         """The one topic the rows read from `name` now name (the target a sink derives from a

@@ -26,81 +26,19 @@ carries them.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from connect_core.connectors.cdc._incremental import STATE, apply_signals, next_table, progress_stats
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, topic_for
 from connect_core.connectors.cdc.postgres import _server
-from connect_core.sdk import Signal
-from connect_core.sdk.signals import SIGNAL_TYPES
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["STATE", "Chunk", "apply_signals", "merge", "next_table", "progress_stats", "read_chunks"]
-
-#: The key of the progress in the source's committed position.
-STATE = "incremental"
-
-
-def apply_signals(
-    state: Mapping[str, Any] | None, signals: Iterable[Signal], tables: Mapping[str, _server.Table], log: Any
-) -> dict[str, Any] | None:
-    """The progress after `signals`, in order (None: no incremental snapshot). A signal the source
-    cannot act on (a table it does not capture or has no key, a blocking snapshot) is logged and
-    consumed: sending it again will not change that."""
-    progress: dict[str, Any] | None = dict(state) if state else None
-    for signal in signals:
-        if signal.type not in SIGNAL_TYPES:
-            log.warning("signal %s: unknown type `%s`: ignored", signal.id, signal.type)
-            continue
-        collections = [str(c) for c in signal.data.get("data-collections") or []]
-        if signal.type == "execute-snapshot":
-            if str(signal.data.get("type", "incremental")).lower() != "incremental":
-                log.warning("signal %s: only incremental snapshots are run: ignored", signal.id)
-                continue
-            wanted = []
-            for name in collections:
-                table = tables.get(name)
-                if table is None:
-                    log.warning("signal %s: `%s` is not a captured table: ignored", signal.id, name)
-                elif not table.key:
-                    log.warning("signal %s: `%s` has no primary key to read it in chunks by: ignored", signal.id, name)
-                else:
-                    wanted.append(name)
-            if wanted:
-                progress = progress or {"queue": [], "table": None, "paused": False}
-                queued = [t for t in wanted if t != progress.get("table") and t not in progress["queue"]]
-                progress["queue"] = [*progress["queue"], *queued]
-                log.info("signal %s: incremental snapshot of %s queued", signal.id, ", ".join(wanted))
-        elif progress is None:
-            log.info("signal %s (%s): no incremental snapshot is running", signal.id, signal.type)
-        elif signal.type == "stop-snapshot":
-            if collections:
-                progress["queue"] = [t for t in progress["queue"] if t not in collections]
-                if progress.get("table") in collections:
-                    progress.update(table=None, last_key=None, max_key=None)
-            else:
-                progress = None
-            log.info("signal %s: incremental snapshot stopped (%s)", signal.id, ", ".join(collections) or "all")
-        else:
-            progress["paused"] = signal.type == "pause-snapshot"
-            log.info("signal %s: incremental snapshot %s", signal.id, "paused" if progress["paused"] else "resumed")
-    return next_table(progress)
-
-
-def next_table(progress: dict[str, Any] | None) -> dict[str, Any] | None:
-    """`progress` with the next queued table current when none is (None when nothing is left)."""
-    if progress is None:
-        return None
-    if progress.get("table") is None:
-        if not progress["queue"]:
-            return None
-        progress = {**progress, "table": progress["queue"][0], "queue": progress["queue"][1:]}
-        progress.update(last_key=None, max_key=None, chunks=0, rows=0)
-    return progress
 
 
 @dataclass
@@ -260,17 +198,3 @@ def _changed_since(streamed: pa.Table, snapshot: tuple[int, int, frozenset[int]]
         if key is not None:
             newer.add(tuple(key.values()))
     return newer
-
-
-def progress_stats(progress: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What a run reports of the incremental snapshot (Debezium's snapshot metric names)."""
-    if not progress:
-        return {}
-    return {
-        "SnapshotRunning": not progress.get("paused", False),
-        "SnapshotPaused": bool(progress.get("paused", False)),
-        "CurrentTable": progress.get("table"),
-        "RemainingTableCount": len(progress.get("queue", [])) + (1 if progress.get("table") else 0),
-        "ChunksRead": progress.get("chunks", 0),
-        "RowsScanned": progress.get("rows", 0),
-    }

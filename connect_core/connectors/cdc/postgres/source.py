@@ -79,7 +79,7 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
                 )
             by_name = {t.qualified: t for t in tables}
             before = committed.get(_incremental.STATE)
-            progress = _incremental.apply_signals(before, self.context.signals, by_name, self.log)
+            progress = _incremental.apply_signals(before, self.context.signals, _keys(tables), self.log)
             chunk = self._chunk(cfg, by_name, progress)
             # the high watermark, read after the chunk's snapshot: every transaction it saw is streamed by now
             target = _server.current_lsn(conn)
@@ -191,12 +191,15 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         )
         offset = {"lsn": lsn, "snapshot": "done", "ts_ms": int(time.time() * 1000), **names.recorded()}
         # signals sent before the first run: what it copied needs no re-read, what it did not is queued
-        progress = _incremental.apply_signals(
-            None, [] if copy else self.context.signals, {t.qualified: t for t in tables}, self.log
-        )
+        progress = _incremental.apply_signals(None, [] if copy else self.context.signals, _keys(tables), self.log)
         if progress is not None:
             offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),))
+
+
+def _keys(tables: list[_server.Table]) -> dict[str, list[str]]:
+    """Each captured table's key columns, by its qualified name: what an incremental snapshot reads it by."""
+    return {t.qualified: list(t.key) for t in tables}
 
 
 def _topic_of(cfg: PostgresCdcConfig, chunk: _incremental.Chunk) -> str:
