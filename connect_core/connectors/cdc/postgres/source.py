@@ -44,6 +44,7 @@ from connect_core.connectors.cdc.envelope import records_of, topic_for
 from connect_core.connectors.cdc.postgres import _incremental, _server, _snapshot, _stream, pgoutput
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
+from connect_core.sdk.testing import faults
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,6 +82,8 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             before = committed.get(_incremental.STATE)
             progress = _incremental.apply_signals(before, self.context.signals, _keys(tables), self.log)
             chunk = self._chunk(cfg, by_name, progress)
+            if chunk is not None:
+                faults.checkpoint("mid_source")  # a chunk read, the WAL end not yet: nothing of the run is kept
             # the high watermark, read after the chunk's snapshot: every transaction it saw is streamed by now
             target = _server.current_lsn(conn)
             self.log.info(
