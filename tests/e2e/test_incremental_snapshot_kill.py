@@ -37,8 +37,8 @@ def _snapshot_keys(database_url: str) -> list[int]:
     return keys
 
 
-def _progress(cli: Cli) -> Any:
-    out = cli("offsets", "get", "cdc", "--output", "json").stdout
+def _progress(connect: Cli) -> Any:
+    out = connect("offsets", "get", "cdc", "--output", "json").stdout
     (position,) = json.loads(out)["offsets"]
     return position["offset"].get("incremental")
 
