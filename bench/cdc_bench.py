@@ -199,6 +199,7 @@ class Store:
     pool: str  # "warm" or "classic"
     src: PgServer
     batch: int | None
+    source_extra: dict[str, str] = field(default_factory=dict)  # more of the source's config
 
     @property
     def meta_db(self) -> str:
@@ -275,6 +276,7 @@ class Store:
         }
         if self.batch:
             source["max.batch.size"] = str(self.batch)
+        source.update(self.source_extra)
         server = data.PG_SERVER
         sink = {
             "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",

@@ -31,9 +31,30 @@ Two of this runtime's own, as the issue's lag asks: `kafka_connect_sink_task_sin
 `kafka_connect_source_task_position_age_seconds{connector}` (since the source last committed a
 position).
 
+A log-based source's incremental snapshot (Debezium's signals) is reported as Debezium's snapshot
+metrics (`debezium.<db>:type=connector-metrics,context=snapshot`), the group `snapshot`, labelled
+`connector`, read from its committed position (the truth: a run's stats also say it, but a failed
+run's describe a progress that was never committed). Every source whose plugin acts on signals has
+them, 0 when no snapshot runs:
+
+=====================================================  =================================================
+Debezium (snapshot metrics)                            Prometheus
+=====================================================  =================================================
+SnapshotRunning                                        kafka_connect_snapshot_running
+SnapshotPaused                                         kafka_connect_snapshot_paused
+RemainingTableCount                                    kafka_connect_snapshot_remaining_table_count
+RowsScanned (a map by table)                           kafka_connect_snapshot_rows_scanned{table}
+(ChunkId names the chunk; here a count, an extension)  kafka_connect_snapshot_chunks_read{table}
+(extension: signals sent, no run took yet)             kafka_connect_snapshot_signals_pending
+=====================================================  =================================================
+
+Only of the table being read: the progress keeps no other's. Debezium's `ChunkFrom`/`ChunkTo`,
+`TableFrom`/`TableTo` are key values, the user's data: never a label nor a value here. Its
+`SnapshotCompleted` and `TotalTableCount` are not kept by the progress (done is its absence).
+
 A micro-batch run is the unit here: a source's "poll" is a run's read, a sink's "put" a run's
 write, an "offset commit" a run's commit. Labels hold only connector names, task ids, topics,
-partitions and pools: never a config value. The route has the app's auth, as every route; a
+partitions, pools and the table a source's snapshot reads: never a config value. The route has the app's auth, as every route; a
 metadata store that cannot be reached answers 503 with the reason (`errors.answer_for`).
 """
 
@@ -56,6 +77,7 @@ from connect_core.rest.errors import storable_params
 from connect_core.rest.service import ConnectService
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.store.connectors import ConnectorStatus, Page
+from connect_core.runtime.store.incremental import IncrementalSnapshot, signal_takers
 from connect_core.runtime.store.metrics import MetricsSnapshot, MetricsStore, TaskRunTotals
 
 __all__ = ["ConnectCollector", "encode_text", "read_collector", "router"]
@@ -228,6 +250,8 @@ class ConnectCollector:
 
     statuses: Sequence[ConnectorStatus]
     snapshot: MetricsSnapshot
+    #: the source connectors whose plugin acts on signals: their snapshot metrics exist, 0 included
+    signal_sources: frozenset[str] = frozenset()
 
     def collect(self) -> Iterator[Metric]:
         yield from self._states()
@@ -237,6 +261,7 @@ class ConnectCollector:
         for key, name, doc in _ERROR_COUNTERS:
             yield self._errors(key, name, doc)
         yield from self._pools()
+        yield from self._snapshots()
 
     def _states(self) -> Iterator[Metric]:
         connectors = _gauge(
@@ -345,6 +370,56 @@ class ConnectCollector:
                 self.snapshot.last_rebalance_at.timestamp(),
             )
 
+    def _snapshots(self) -> Iterator[Metric]:
+        """Debezium's snapshot metrics of each source that acts on signals (or whose position holds a
+        snapshot); those of the table being read only while one is."""
+        shown = [s for s in self.snapshot.incremental if s.active or s.connector in self.signal_sources]
+        for name, doc, value in _SNAPSHOT_METRICS:
+            family = _gauge(name, doc, "connector")
+            for s in shown:
+                family.add_metric([s.connector], value(s))
+            yield family
+        for name, doc, count in _SNAPSHOT_TABLE_METRICS:
+            family = _gauge(name, doc, "connector", "table")
+            for s in shown:
+                if s.table is not None:
+                    family.add_metric([s.connector, s.table], count(s))
+            yield family
+
+
+#: Debezium's snapshot metrics (`context=snapshot`) of a connector, and two of this runtime's own.
+_SNAPSHOT_METRICS: tuple[tuple[str, str, Callable[[IncrementalSnapshot], float]], ...] = (
+    (
+        "snapshot_running",
+        "Whether an incremental snapshot reads a table (1), or none runs, is paused or done (0) (SnapshotRunning; "
+        "the snapshot's own state: a paused or stopped connector reads nothing either).",
+        lambda s: float(s.running),
+    ),
+    ("snapshot_paused", "Whether the incremental snapshot is paused (SnapshotPaused).", lambda s: float(s.paused)),
+    (
+        "snapshot_remaining_table_count",
+        "Tables the incremental snapshot has still to read, the one being read included (RemainingTableCount).",
+        lambda s: float(s.remaining),
+    ),
+    (
+        "snapshot_signals_pending",
+        "Signals sent over REST that no run of the connector has taken yet (extension).",
+        lambda s: float(s.pending_count),
+    ),
+)
+_SNAPSHOT_TABLE_METRICS: tuple[tuple[str, str, Callable[[IncrementalSnapshot], float]], ...] = (
+    (
+        "snapshot_rows_scanned",
+        "Rows the incremental snapshot has read of the table it is reading (RowsScanned).",
+        lambda s: float(s.rows),
+    ),
+    (
+        "snapshot_chunks_read",
+        "Chunks (by primary key) the incremental snapshot has read of the table it is reading (extension).",
+        lambda s: float(s.chunks),
+    ),
+)
+
 
 def _gauge(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(f"{_PREFIX}_{name}", doc, labels=labels)
@@ -355,13 +430,13 @@ def _counter(name: str, doc: str, *labels: str) -> CounterMetricFamily:
 
 
 def read_collector(runtime: Runtime) -> ConnectCollector:
-    """One scrape's read: the status listing (one query) and the metrics snapshot (four), at once
+    """One scrape's read: the status listing (one query) and the metrics snapshot (six), at once
     on two connections, so that a scrape waits for the slower of the two rather than for both."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics-read") as pool:
         listing = pool.submit(runtime.connectors.listing, Page(), status=True)
         snapshot = MetricsStore(runtime.engine).snapshot(runtime.settings.heartbeat_timeout)
         statuses = listing.result().statuses
-    return ConnectCollector(tuple(statuses.values()), snapshot)
+    return ConnectCollector(tuple(statuses.values()), snapshot, signal_takers(runtime.registry, snapshot.incremental))
 
 
 def _render(runtime: Runtime, accept: str) -> tuple[bytes, str]:

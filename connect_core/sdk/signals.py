@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SIGNAL_TYPES", "signal_problems"]
+__all__ = ["PROGRESS_KEY", "SIGNAL_TYPES", "signal_problems"]
+
+#: Where a source that acts on signals keeps its incremental snapshot's progress in its committed
+#: position (the runtime reads it there for `/metrics` and the Connect view).
+PROGRESS_KEY = "incremental"
 
 SIGNAL_TYPES = ("execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot")
 #: Where a problem of the signal's data is reported (`data.data-collections`): not a config key.

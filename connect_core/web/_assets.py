@@ -47,6 +47,8 @@ button.danger{border-color:#b91c1c;color:#b91c1c}
 dialog.confirm{border:1px solid #9ca3af;border-radius:.4rem;padding:1rem 1.2rem;max-width:32rem}
 dialog.confirm::backdrop{background:rgba(17,24,39,.35)}
 dialog.confirm p{margin:0 0 .8rem} dialog.confirm button{font-size:.85rem;padding:.25rem .7rem}
+dialog.confirm input.answer{box-sizing:border-box;width:100%;margin:0 0 .8rem;padding:.3rem;font-size:.9rem}
+td.state .snap{color:#1d4ed8;font-weight:400} p.snapshot-progress{margin:.3rem 0}
 .muted{color:#6b7280} .cause{margin:.3rem 0} .cause strong{color:#b91c1c} .cause.past strong{color:#6b7280}
 .written{margin:.3rem 0} .cause-line{margin:.1rem 0;font-weight:600} div.error{margin:.2rem 0 .6rem} td.times{font-size:.8rem}
 summary{cursor:pointer;color:#1d4ed8;font-size:.8rem}

@@ -6,7 +6,11 @@ The page polls this every few seconds, so its cost must not grow with one query 
   query), so the view and `GET /connectors?expand=status` always agree;
 * runs (finished and running now), failures, the last error, lags, pools, what each pool holds,
   schedules and a sink's tables (with their versions, read with the runs): the store's read model
-  of the view (`runtime.store.views.connector_activity`: seven queries in one read-only snapshot).
+  of the view (`runtime.store.views.connector_activity`: seven queries in one read-only snapshot);
+* a source's incremental snapshot as its committed position holds it (the table being read, the
+  tables queued, paused, chunks and rows read: never the keys it reads between, the user's data)
+  and the signals waiting for its next run (`runtime.store.incremental`: one query); whether its
+  plugin acts on signals (the view offers to start a snapshot) is the plugin's class attribute.
 
 Config values are never read here; errors, traces and table names are masked (`mask_text`: a
 Delta table's URI may carry a credential). The list shows an
@@ -28,6 +32,7 @@ from connect_core.runtime.security import mask_text
 from connect_core.runtime.spark.connect import pool_kind, public_master
 from connect_core.runtime.store import views
 from connect_core.runtime.store.connectors import ConnectorStatus, Page
+from connect_core.runtime.store.incremental import IncrementalSnapshot, read_incremental, signal_takers
 from connect_core.runtime.store.views import (
     ConnectorActivity,
     FailedRun,
@@ -134,6 +139,7 @@ def one_line_cause(error: str | None) -> str | None:
 def _connectors(runtime: Runtime, activity: ConnectorActivity) -> list[dict[str, Any]]:
     listing = runtime.connectors.listing(Page(), status=True)
     history = _history(activity.runs, activity.last_errors)
+    snapshots = _snapshots(runtime)
     now = datetime.now(UTC)
     shown = []
     for name in listing.names:
@@ -146,8 +152,44 @@ def _connectors(runtime: Runtime, activity: ConnectorActivity) -> list[dict[str,
         if not given:  # the configs' defaults: sources hourly, sinks when their topics get data
             schedule = "@hourly" if status.type == "source" else None
         view["schedule"], view["next_run"] = next_run(schedule, status.type, status.state, view["last_run"], now)
+        view["snapshot"] = snapshots.get(name)
         shown.append(view)
     return shown
+
+
+def _snapshots(runtime: Runtime) -> dict[str, dict[str, Any]]:
+    """Per source that acts on signals or has a snapshot in its position: what the details show of
+    its incremental snapshot (`progress`, None when none runs) and the signals waiting for a run."""
+    with runtime.engine.connect() as conn:
+        conn = conn.execution_options(postgresql_readonly=True)
+        with conn.begin():
+            sources = read_incremental(conn)
+    takers = signal_takers(runtime.registry, sources)
+    return {
+        s.connector: {
+            "accepts_signals": s.connector in takers,
+            "progress": _progress(s) if s.active else None,
+            "pending": [{"type": p.type, "tables": [mask_text(t) for t in p.tables]} for p in s.pending],
+            "pending_count": s.pending_count,
+        }
+        for s in sources
+        if s.active or s.pending_count or s.connector in takers
+    }
+
+
+def _progress(s: IncrementalSnapshot) -> dict[str, Any]:
+    """Table names as everywhere in the view: masked, shown as text."""
+    return {
+        "running": s.running,
+        "paused": s.paused,
+        "table": None if s.table is None else mask_text(s.table),
+        "remaining": s.remaining,
+        "queued": s.queued,
+        "queued_tables": [mask_text(t) for t in s.queued_tables],
+        "chunks": s.chunks,
+        "rows": s.rows,
+        "committed_at": _iso(s.committed_at),
+    }
 
 
 def next_run(

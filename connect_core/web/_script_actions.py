@@ -143,19 +143,38 @@ ACTIONS_SCRIPT = r"""
   cancelButton.value = "cancel";
   const dialogButtons = el("div", null, "buttons");
   dialogButtons.append(confirmButton, cancelButton);
-  dialog.append(question, dialogButtons);
+  // What an action asks for besides a yes (the tables to snapshot): shown only when it asks.
+  const answerInput = el("input", null, "answer");
+  answerInput.type = "text";
+  answerInput.id = "confirm-answer";
+  answerInput.setAttribute("aria-labelledby", "confirm-question");
+  answerInput.maxLength = 4000;
+  answerInput.hidden = true;
+  dialog.append(question, answerInput, dialogButtons);
   body.appendChild(dialog);
   let answer = null;
 
-  /** Resolves true when the operator confirms, false on Cancel or Escape. */
-  function confirmInPage(text, confirmLabel) {
+  /** Resolves true when the operator confirms, false on Cancel or Escape. With `input` (a
+   * placeholder), the dialog also asks for a line of text: read it from `answerInput`. */
+  function confirmInPage(text, confirmLabel, input) {
     if (answer) answer(false);  // a question still open is cancelled by a new one
     question.textContent = text;
     confirmButton.textContent = confirmLabel;
+    answerInput.hidden = !input;
+    answerInput.value = "";
+    answerInput.placeholder = input || "";
     dialog.showModal();
-    cancelButton.focus();  // Enter on a stray key press cancels, never confirms
+    if (input) answerInput.focus();  // Enter in it confirms: it is what the operator typed
+    else cancelButton.focus();  // Enter on a stray key press cancels, never confirms
     return new Promise((resolve) => { answer = resolve; });
   }
+
+  answerInput.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      e.preventDefault();
+      closeDialog(true);
+    }
+  });
 
   function closeDialog(confirmed) {
     if (dialog.open) dialog.close();
@@ -191,17 +210,43 @@ ACTIONS_SCRIPT = r"""
               done: "stopped, offsets reset (start it to run again)" }
           : { ask: "Reset the offsets of " + name + "? Its next run starts over from the beginning.",
               label: "Reset offsets", steps: [["DELETE", p + "/offsets"]], done: "offsets reset (start it to run again)" };
+      case "snapshot-pause": return { steps: [signal(p, "pause-snapshot")],
+        done: "snapshot pause asked for (the next run takes it)" };
+      case "snapshot-resume": return { steps: [signal(p, "resume-snapshot")],
+        done: "snapshot resume asked for (the next run takes it)" };
+      case "snapshot-stop": return { ask: "Stop the incremental snapshot of " + name + "? The rows it has not read " +
+        "yet are not read; the tables queued after it are dropped. Its changes keep streaming.", label: "Stop snapshot",
+        steps: [signal(p, "stop-snapshot")], done: "snapshot stop asked for (the next run takes it)" };
+      case "snapshot-start": return { ask: "Snapshot which tables of " + name + "? Their rows are read again, in " +
+        "chunks, while the changes keep streaming. Name them as schema.table, separated by commas or spaces.",
+        label: "Snapshot", input: "public.items, public.orders",
+        steps: (tables) => [signal(p, "execute-snapshot", { "data-collections": tables })],
+        done: (tables) => "snapshot of " + tables.join(", ") + " asked for (the next run starts it)" };
       default: return null;
     }
+  }
+
+  /** A Debezium signal, sent over the REST channel (`POST /connectors/{name}/signals`). */
+  function signal(path, type, data) {
+    return ["POST", path + "/signals", { type: type, data: Object.assign({ type: "incremental" }, data || {}) }];
   }
 
   async function act(name, action, topic) {
     const entry = rows.get(name);
     const todo = plan(name, action, entry.data.state, topic);
     if (!todo) return;
-    if (todo.ask && !(await confirmInPage(todo.ask, todo.label))) {
+    if (todo.ask && !(await confirmInPage(todo.ask, todo.label, todo.input))) {
       say(action + " " + name + ": cancelled", false);
       return;
+    }
+    if (todo.input) {  // the steps and what is said once done follow from the answer
+      const words = answerInput.value.split(/[\s,]+/).filter((w) => w);
+      if (!words.length) {
+        say(name + ": " + action + ": no table named", true);
+        return;
+      }
+      todo.steps = todo.steps(words);
+      todo.done = todo.done(words);
     }
     say(action + " " + name + "…", false);
     try {

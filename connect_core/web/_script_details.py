@@ -1,5 +1,6 @@
 """The middle part of the Connect view's script (`_assets.SCRIPT`): the pools table and a
-connector's details (its error's cause on top, a sink's tables at their last versions, the tasks,
+connector's details (its error's cause on top, a schema change it paused on, a source's incremental
+snapshot with its actions, a sink's tables at their last versions, the tasks,
 the error history with each trace folded, the last runs with their time breakdown). Served between `_script_rows` and
 `_script_actions`, inside the function scope they open and close."""
 
@@ -97,6 +98,62 @@ DETAILS_SCRIPT = r"""
     return box;
   }
 
+  /** A source's incremental snapshot, as its committed position holds it (the table being read,
+   * rows and chunks read, the tables queued after it, paused), the signals sent that no run took
+   * yet, and the actions that send signals: pause, resume, stop, and start one of some tables. */
+  function snapshotBox(c) {
+    const box = document.createDocumentFragment();
+    const s = c.snapshot;
+    if (!s) return box;
+    section(box, "Incremental snapshot");
+    const p = s.progress;
+    const line = el("p", null, "snapshot-progress");
+    if (!p) {
+      line.textContent = "No incremental snapshot running.";
+    } else {
+      const word = p.paused ? "Paused" : p.table ? "Reading" : "Queued";
+      line.appendChild(stateEl("strong", p.paused ? "PAUSED" : "RUNNING", word));
+      if (p.table) {
+        line.appendChild(document.createTextNode(" " + p.table + ": " + Number(p.rows).toLocaleString("en-US") +
+          " rows in " + p.chunks + (p.chunks === 1 ? " chunk" : " chunks") + " read so far"));
+      }
+      const after = p.queued ? p.queued + (p.queued === 1 ? " table" : " tables") + " queued after it" +
+        (p.queued_tables.length ? ": " + p.queued_tables.join(", ") + (p.queued > p.queued_tables.length ? ", …" : "") : "") : "";
+      line.appendChild(document.createTextNode(" · " + p.remaining + " left" + (after ? " (" + after + ")" : "")));
+      if (p.committed_at) line.appendChild(clock("ago", p.committed_at, " · committed "));
+      if (!p.paused && c.state !== "RUNNING") {  // its own state says reading; no run of the connector does
+        line.appendChild(el("span", " · the connector is " + c.state + ": no run reads it until it runs again", "muted"));
+      }
+    }
+    box.appendChild(line);
+    if (s.pending_count) {
+      const said = [];  // the same signal sent again and again: said once, with a count
+      let last = null, times = 0;
+      for (const g of s.pending) {
+        const one = g.type + (g.tables.length ? " (" + g.tables.join(", ") + ")" : "");
+        if (one === last) times += 1;
+        else {
+          if (last !== null) said.push(last + (times > 1 ? " \u00d7" + times : ""));
+          last = one;
+          times = 1;
+        }
+      }
+      if (last !== null) said.push(last + (times > 1 ? " \u00d7" + times : ""));
+      if (s.pending_count > s.pending.length) said.push((s.pending_count - s.pending.length) + " more");
+      box.appendChild(el("p", "Waiting for the connector's next run: " + said.join("; "), "muted snapshot-pending"));
+    }
+    if (ROLE >= 2 && s.accepts_signals) {
+      const actions = el("p", null, "snapshot-actions");
+      if (p) {
+        actions.appendChild(p.paused ? button("snapshot-resume", "Resume snapshot") : button("snapshot-pause", "Pause snapshot"));
+        actions.appendChild(button("snapshot-stop", "Stop snapshot", true));
+      }
+      actions.appendChild(button("snapshot-start", "Snapshot tables…"));
+      box.appendChild(actions);
+    }
+    return box;
+  }
+
   /** A sink's tables at the version each was left by the last committed run that wrote it (a
    * plugin's text: shown as text only). Empty for a source, or a sink that reports no tables. */
   function tablesBox(c) {
@@ -190,10 +247,11 @@ DETAILS_SCRIPT = r"""
     const c = entry.data;
     const td = entry.detail.firstChild;
     if (!td.querySelector(".tasks")) {
-      td.replaceChildren(el("div", null, "top"), el("div", null, "schema"), el("div", null, "tables"),
-        el("div", null, "tasks"), el("div", null, "errors"), el("div", null, "runs"));
+      td.replaceChildren(el("div", null, "top"), el("div", null, "schema"), el("div", null, "snapshot"),
+        el("div", null, "tables"), el("div", null, "tasks"), el("div", null, "errors"), el("div", null, "runs"));
     }
     td.querySelector(".top").replaceChildren(causeBox(c));
+    td.querySelector(".snapshot").replaceChildren(snapshotBox(c));
     td.querySelector(".tables").replaceChildren(tablesBox(c));
     td.querySelector(".tasks").replaceChildren(tasksTable(c, entry.traces));
     if (!fetchHistory) return;

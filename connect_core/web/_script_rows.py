@@ -243,6 +243,11 @@ ROWS_SCRIPT = r"""
       td.appendChild(stateEl("span", "FAILED", " · " + failed + (failed > 1 ? " tasks" : " task") + " failed"));
       td.dataset.flag = "task-failed";
     }
+    const snap = c.snapshot && c.snapshot.progress;
+    if (snap) {  // the details tell which table, and what is queued
+      td.appendChild(el("span", " · snapshot " + (snap.paused ? "paused" : snap.table ? "reading" : "queued") +
+        " (" + Number(snap.rows).toLocaleString("en-US") + " rows)", "snap"));
+    }
     return td;
   }
 
@@ -293,6 +298,7 @@ ROWS_SCRIPT = r"""
     more.setAttribute("aria-label", "more actions");
     more.title = "more actions (each asks to confirm)";
     const options = [["", "More…"], ["restart-failed", "Restart failed"], ["restart-all", "Restart all"]];
+    if (c.snapshot && c.snapshot.accepts_signals) options.push(["snapshot-start", "Snapshot tables…"]);
     if (c.state !== "STOPPED") options.push(["stop", "Stop"]);
     if (ROLE >= 3) options.push(["reset", "Reset offsets"]);
     for (const [value, label] of options) {

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from connect_core.sdk import Signal
-from connect_core.sdk.signals import SIGNAL_TYPES
+from connect_core.sdk.signals import PROGRESS_KEY, SIGNAL_TYPES
 
 __all__ = ["STATE", "apply_signals", "next_table", "progress_stats"]
 
 #: The key of the progress in the source's committed position.
-STATE = "incremental"
+STATE = PROGRESS_KEY
 
 
 def apply_signals(

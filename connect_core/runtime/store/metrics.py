@@ -9,6 +9,8 @@ A scrape reads, in one read-only snapshot, whatever the number of connectors:
 * every sink's lag per topic partition (the topics' end offsets against its committed offsets), in
   records and in seconds (the age of the oldest segment it has not committed);
 * every source's position age (since it last committed a position);
+* every source's incremental snapshot, as its committed position holds it, and the signals waiting
+  for its next run (`store.incremental`: the position is the truth, not a run's stats);
 * the pools with what is assigned to each, and the rebalance generation.
 
 Connector and task states and error totals are the status listing's (`ConnectorStore.listing`),
@@ -29,6 +31,7 @@ from datetime import datetime
 
 from sqlalchemy import Engine, text
 
+from connect_core.runtime.store.incremental import IncrementalSnapshot, read_incremental
 from connect_core.runtime.store.readers import SINK_TOPICS
 
 __all__ = [
@@ -113,6 +116,7 @@ class MetricsSnapshot:
     pools: tuple[PoolLoad, ...]
     rebalance_generation: int  # bumped by every rebalance that changed an assignment; never pruned
     last_rebalance_at: datetime | None
+    incremental: tuple[IncrementalSnapshot, ...] = ()  # every source connector's, by name
 
 
 def _number(value: str) -> str:
@@ -253,7 +257,8 @@ class MetricsStore:
         self._engine = engine
 
     def snapshot(self, heartbeat_timeout: float) -> MetricsSnapshot:
-        """Run totals, sink lags, pools and the rebalance generation, in one read-only snapshot."""
+        """Run totals, sink lags, pools, the rebalance generation and the sources' incremental
+        snapshots, in one read-only snapshot."""
         with self._engine.connect() as conn:
             conn = conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
             with conn.begin():
@@ -262,4 +267,5 @@ class MetricsStore:
                 ages = tuple(SourceAge(*row) for row in conn.execute(_SOURCE_AGES))
                 pools = tuple(PoolLoad(*row) for row in conn.execute(_POOLS, {"timeout": float(heartbeat_timeout)}))
                 generation, last_at = conn.execute(_REBALANCE).one()
-        return MetricsSnapshot(runs, lags, ages, pools, int(generation or 0), last_at)
+                incremental = tuple(read_incremental(conn))
+        return MetricsSnapshot(runs, lags, ages, pools, int(generation or 0), last_at, incremental)
