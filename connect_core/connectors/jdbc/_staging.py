@@ -32,6 +32,7 @@ __all__ = [
     "next_offsets",
     "run_copy",
     "stager",
+    "table_of",
     "tombstones_refused",
     "where_text",
 ]
@@ -192,6 +193,11 @@ class Layout(NamedTuple):
     changes: Mapping[str, Any] | None = None
 
 
+def table_of(cfg: JdbcSinkConfig, target: str) -> tuple[str, ...]:
+    """The table the records that name topic `target` (after routers) go to."""
+    return parse_identifier(cfg.table_name_format.replace("${topic}", target), "table")
+
+
 def layout(
     topic: str, df: DataFrame, cfg: JdbcSinkConfig, target: str, changes: Mapping[str, Any] | None = None
 ) -> Layout:
@@ -199,7 +205,7 @@ def layout(
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
-    table = parse_identifier(cfg.table_name_format.replace("${topic}", target), "table")
+    table = table_of(cfg, target)
     values = [f.name for f in df.schema.fields if is_value_column(f.name)]
     if {"before", "after", "op"} <= set(values) and isinstance(df.schema["after"].dataType, StructType):
         raise ConfigError(

@@ -42,6 +42,7 @@ class JdbcSinkTask(SinkTask):
         from pyspark.sql import functions as F
 
         written = 0
+        replaced = set()
         for topic in batch.read_topics():
             fresh = [
                 (F.col("__partition") == tp.partition) & (F.col("__offset") >= self.applied.get(tp, 0))
@@ -56,13 +57,30 @@ class JdbcSinkTask(SinkTask):
             # the topic's records' name after the transforms (routers) picks the table
             changes = batch.schema_changes.get(topic)
             layout = _staging.layout(topic, read.filter(keep), self.cfg, batch.destination(topic), changes)
+            resync = batch.replacing.get(topic)
+            if resync is not None:  # a `replace` re-read: into the copy of the table
+                layout = layout._replace(table=self.target.replica(layout.table, topic, resync.generation))
             if self.context.errant is not None:
                 self._report_again(topic, read, applied, records)
             copied, bad = self.target.write(topic, layout, records, applied)
             if bad:
                 self._report(topic, read, bad, records)
             written += copied
+            if resync is not None and resync.ends:
+                self._swap_in(batch, topic)
+                replaced.add(topic)
+        for topic in sorted(set(batch.replacing) - replaced):
+            if batch.replacing[topic].ends:  # a re-read's end with no rows of it in this batch
+                self._swap_in(batch, topic)
         return {"rows_written": written}
+
+    def _swap_in(self, batch: SinkBatch, topic: str) -> None:
+        """The copy `replace` re-read of `topic` wrote swapped in for its table, atomically: after
+        its last rows were written (their offsets with them), so a batch given again after a kill
+        writes nothing twice and finds the table swapped, or swaps it."""
+        resync = batch.replacing[topic]
+        table = _staging.table_of(self.cfg, batch.destination(topic))
+        self.target.swap_in(table, topic, resync.generation)
 
     def _report_again(self, topic: str, df: DataFrame, applied: dict[int, int], records: ArrowRecords | None) -> None:
         """Rows an earlier run set aside and wrote past in the target, whose run did not commit:

@@ -4,7 +4,9 @@ A target writes a topic's rows exactly once: it stages them (`_staging`'s layout
 then partition and offset) and merges them into the table in one transaction of the target that
 also moves the topic partitions' offsets in the target's `connect_sink_offsets`, so a batch
 delivered again after a crash skips every row at or past them. The sink (`..sink`) owns the loop
-over topics and the reports of bad rows; a target owns the SQL.
+over topics and the reports of bad rows; a target owns the SQL. A `replace` re-read's rows go to
+a copy of the table that the target swaps in at the re-read's end (`replica`, `swap_in`;
+`_replace` and each database's `_<name>_replace`).
 
 A new database's target is one module here, a class of the `Target` protocol decorated with
 `@register("<dialect name>")`, and its module name in `_BUILT_IN` (see `..dialects` for the rest).
@@ -73,6 +75,17 @@ class Target(Protocol[_Dialect]):
         """Write `topic`'s rows (`layout`; `records`: the topic's Arrow records, None for a DataFrame
         only) past `applied` and move its offsets, in one transaction of the target: (rows written,
         rows set aside). A row the target refuses under `errors.tolerance=none` is a DataError."""
+        ...
+
+    def replica(self, table: tuple[str, ...], topic: str, generation: int) -> tuple[str, ...]:
+        """Where the rows of `replace` re-read `generation` of `topic` go, for target `table`: its copy
+        for that generation (made on first use like `table`; older copies a kill left dropped), or
+        `table` itself when it holds that generation already (the batch is given again after the swap)."""
+        ...
+
+    def swap_in(self, table: tuple[str, ...], topic: str, generation: int) -> bool:
+        """Swap the copy of re-read `generation` of `topic` in for `table` atomically, marking `table`
+        as holding it; False when there was nothing to do (it held it already: a batch given again)."""
         ...
 
     @classmethod

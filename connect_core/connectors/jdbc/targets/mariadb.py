@@ -40,7 +40,7 @@ from connect_core.connectors.jdbc._staging import (
     tombstones_refused,
     where_text,
 )
-from connect_core.connectors.jdbc.targets import BadRow, register
+from connect_core.connectors.jdbc.targets import BadRow, _mariadb_replace, register
 from connect_core.connectors.jdbc.targets._evolution import evolution
 from connect_core.connectors.jdbc.targets._mariadb_sql import (
     Column,
@@ -350,6 +350,24 @@ class MariaDbTarget:
                 f"CREATE TABLE {self.stage} ({', '.join(defs)}, {_P} INT NOT NULL, {_O} BIGINT NOT NULL, "
                 f"PRIMARY KEY ({_P}, {_O})) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
             )
+
+    def replica(self, table: tuple[str, ...], topic: str, generation: int) -> tuple[str, ...]:
+        with _transaction(self.args, self.host) as cur:
+            return _mariadb_replace.replica(cur, self.quote, table, topic, generation, self.cfg.auto_create)
+
+    def swap_in(self, table: tuple[str, ...], topic: str, generation: int) -> bool:
+        started = time.monotonic()
+        with _transaction(self.args, self.host) as cur:
+            swapped = _mariadb_replace.swap_in(cur, self.quote, table, topic, generation)
+        if swapped:
+            self.log.info(
+                "%s: re-read %d swapped in for table %s in %.3f s",
+                topic,
+                generation,
+                self.quote(table),
+                time.monotonic() - started,
+            )
+        return swapped
 
     @classmethod
     def alter_offsets(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.jdbc import _pgcopy
@@ -30,7 +31,7 @@ from connect_core.connectors.jdbc._staging import (
     tombstones_refused,
     where_text,
 )
-from connect_core.connectors.jdbc.targets import OFFSETS_TABLE, BadRow, _postgres_tolerant, register
+from connect_core.connectors.jdbc.targets import OFFSETS_TABLE, BadRow, _postgres_replace, _postgres_tolerant, register
 from connect_core.connectors.jdbc.targets._evolution import evolution
 from connect_core.connectors.jdbc.targets._postgres_sql import (
     BINARY_KIND,
@@ -477,6 +478,24 @@ class PostgresTarget:
             if alter:
                 cur.execute(sql.SQL("ALTER TABLE {} {}").format(table, sql.SQL(", ").join(alter)))
                 self.log.info("table %s: %s", table.as_string(conn), sql.SQL(", ").join(alter).as_string(conn))
+
+    def replica(self, table: tuple[str, ...], topic: str, generation: int) -> tuple[str, ...]:
+        with closing(self._connect()) as conn, conn, conn.cursor() as cur:
+            return _postgres_replace.replica(cur, table, topic, generation, self.cfg.auto_create)
+
+    def swap_in(self, table: tuple[str, ...], topic: str, generation: int) -> bool:
+        started = time.monotonic()
+        with closing(self._connect()) as conn, conn, conn.cursor() as cur:
+            swapped = _postgres_replace.swap_in(cur, table, topic, generation)
+        if swapped:
+            self.log.info(
+                "%s: re-read %d swapped in for table %s in %.3f s",
+                topic,
+                generation,
+                ".".join(table),
+                time.monotonic() - started,
+            )
+        return swapped
 
     @classmethod
     def alter_offsets(

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from connect_core.connectors.lakehouse import _changes, _spread
 from connect_core.connectors.lakehouse._upkeep import each_table
-from connect_core.connectors.lakehouse.delta import _offsets, _schema, _upkeep, _write
+from connect_core.connectors.lakehouse.delta import _offsets, _replace, _schema, _upkeep, _write
 from connect_core.connectors.lakehouse.delta._tables import Location, checked, locate
 from connect_core.connectors.lakehouse.delta.config import TOPIC, DeltaSinkConfig, problems
 from connect_core.sdk import WRITE_TABLES, LineageDataset, SinkBatch, SinkConnector, SinkTask, Upkeep
@@ -56,7 +56,7 @@ class DeltaSinkTask(SinkTask):
         self.versions: dict[str, int] = {}
         self.added = [0, 0]
         for topic in batch.read_topics():
-            where = locate(self.cfg, batch.destination(topic))
+            where = self._replica(batch, topic)
             partitions = [tp.partition for tp in batch.partitions if tp.topic == topic]
             records = batch.arrow(topic)
             if records is not None and not self.cfg.upserts and where.local:
@@ -68,6 +68,7 @@ class DeltaSinkTask(SinkTask):
                 _changes.refuse_envelope(topic, rows, "delta.tables.cdc-field")
                 w, d = self._write_table(where, topic, rows, partitions)
             written, deleted = written + w, deleted + d
+        self._swap_ended(batch)
         return {
             "rows_written": written,
             "keys_deleted": deleted,
@@ -75,6 +76,32 @@ class DeltaSinkTask(SinkTask):
             "bytes_written": self.added[1],
             WRITE_TABLES: [{"name": uri, "version": str(v)} for uri, v in sorted(self.versions.items())],
         }
+
+    def _replica(self, batch: SinkBatch, topic: str) -> Location:
+        """The table the batch's rows of `topic` go to: its `replace` re-read's copy, or itself."""
+        where = locate(self.cfg, batch.destination(topic))
+        resync = batch.replacing.get(topic)
+        if resync is None:
+            return where
+        return _replace.replica(where, self.context.connector, topic, resync.generation)
+
+    def _swap_ended(self, batch: SinkBatch) -> None:
+        """Swap in the copies of the `replace` re-reads this batch ends (after their last rows)."""
+        for topic, resync in sorted(batch.replacing.items()):
+            if not resync.ends:
+                continue
+            where = locate(self.cfg, batch.destination(topic))
+            started = time.monotonic()
+            if _replace.swap_in(where, self.context.connector, topic, resync.generation):
+                self.held.pop((where.uri, topic), None)
+                self._committed(where, None, [])
+                self.log.info(
+                    "Delta table %s: re-read %d of %s swapped in in %.1f s",
+                    where.uri,
+                    resync.generation,
+                    topic,
+                    time.monotonic() - started,
+                )
 
     def _rows(self, batch: SinkBatch, topic: str) -> pa.Table:
         """The topic's records of this batch, as one Arrow table in the driver."""

@@ -35,21 +35,25 @@ def load_table(catalog: Catalog, name: str) -> Table | None:
         return None
 
 
-def create_table(catalog: Catalog, name: str, columns: pa.Schema, cfg: IcebergSinkConfig) -> Table:
-    """A new table `name` of `columns` (and its namespace), when auto-create is on."""
+def create_table(
+    catalog: Catalog, name: str, columns: pa.Schema, cfg: IcebergSinkConfig, configured: str | None = None
+) -> Table:
+    """A new table `name` of `columns` (and its namespace), when auto-create is on, made as the
+    config says table `configured` is made (by default `name`: a re-read's copy is made as its target)."""
     if not cfg.auto_create:
         raise ConfigError(
-            f"Iceberg table `{name}` does not exist: create it, or set `iceberg.tables.auto-create-enabled=true`"
+            f"Iceberg table `{configured or name}` does not exist: create it, or set "
+            "`iceberg.tables.auto-create-enabled=true`"
         )
-    return _create(catalog, name, columns, cfg)
+    return _create(catalog, name, columns, cfg, configured or name)
 
 
-def _create(catalog: Catalog, name: str, columns: pa.Schema, cfg: IcebergSinkConfig) -> Table:
+def _create(catalog: Catalog, name: str, columns: pa.Schema, cfg: IcebergSinkConfig, configured: str) -> Table:
     from pyiceberg.exceptions import TableAlreadyExistsError
 
     namespace = name.rsplit(".", 1)[0]
     catalog.create_namespace_if_not_exists(namespace)
-    specs = partition_fields(cfg.partition_by(name))
+    specs = partition_fields(cfg.partition_by(configured))
     missing = [col for col, _, _ in specs if col not in columns.names]
     if missing:
         raise ConfigError(f"the partition columns {missing} of table `{name}` are not columns of its records")

@@ -27,7 +27,16 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-__all__ = ["ARROW_DELETE_KEYS", "Committed", "FileWriter", "commit", "commit_files", "key_filter", "transaction"]
+__all__ = [
+    "ARROW_DELETE_KEYS",
+    "Committed",
+    "FileWriter",
+    "commit",
+    "commit_files",
+    "commit_replacing",
+    "key_filter",
+    "transaction",
+]
 
 #: Above this many keys a batch's rows are deleted by an Arrow join rather than pyiceberg's filter.
 ARROW_DELETE_KEYS = 100_000
@@ -88,6 +97,35 @@ def commit_files(table: Table, files: list[DataFile], summary: dict[str, str]) -
     with tx.update_snapshot(snapshot_properties=summary).fast_append() as append:
         for data_file in files:
             append.append_data_file(data_file)
+    return _commit(table, tx, before)
+
+
+def commit_replacing(
+    table: Table, rows_of: Table | None, summary: dict[str, str], properties: dict[str, str]
+) -> Committed:
+    """Replace every data file of `table` by those of table `rows_of` (None: by none), taking its
+    columns, and set `properties`, in one commit whose snapshot carries `summary`: readers see the
+    old rows or the new ones. The files are referenced where they are, not rewritten (`rows_of`
+    shares `table`'s schema ids: made by `_replace` from its metadata)."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    before = {s.snapshot_id for s in table.snapshots()}
+    tx = transaction(table)
+    if rows_of is not None and rows_of.schema() != table.schema():
+        with tx.update_schema() as update:  # columns the re-read added (by the same ids: checked)
+            update.union_by_name(rows_of.schema())
+        wanted = {f.name: (f.field_id, f.field_type) for f in rows_of.schema().fields}
+        got = {f.name: (f.field_id, f.field_type) for f in tx.table_metadata.schema().fields}
+        if any(got.get(n) != w for n, w in wanted.items()):
+            raise CommitFailedException(f"the columns of `{'.'.join(rows_of.name())}` changed apart from the table's")
+    old = [t.file for t in table.scan().plan_files()] if table.current_snapshot() is not None else []
+    new = [t.file for t in rows_of.scan().plan_files()] if rows_of is not None and rows_of.current_snapshot() else []
+    with tx.update_snapshot(snapshot_properties=summary).overwrite() as overwrite:
+        for data_file in old:
+            overwrite.delete_data_file(data_file)
+        for data_file in new:
+            overwrite.append_data_file(data_file)
+    tx.set_properties(properties)
     return _commit(table, tx, before)
 
 

@@ -26,11 +26,11 @@ import pyarrow.compute as pc
 
 from connect_core.connectors.lakehouse import _changes, _spread
 from connect_core.connectors.lakehouse._upkeep import each_table
-from connect_core.connectors.lakehouse.iceberg import _catalog, _offsets, _schema, _upkeep, _write
+from connect_core.connectors.lakehouse.iceberg import _catalog, _offsets, _replace, _schema, _upkeep, _write
 from connect_core.connectors.lakehouse.iceberg.config import TABLE_NAME, IcebergSinkConfig, problems
 from connect_core.sdk import WRITE_REPORT, WRITE_TABLES, LineageDataset, SinkBatch, SinkConnector, SinkTask, Upkeep
 from connect_core.sdk.errors import ConfigError, DataError
-from connect_core.sdk.records import ArrowRecords, CommittedOffset, TopicPartition
+from connect_core.sdk.records import ArrowRecords, CommittedOffset, Resync, TopicPartition
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -55,21 +55,62 @@ class IcebergSinkTask(SinkTask):
         self.changes = batch.schema_changes  # topic → how its columns changed (`schema.propagation`)
         report = dict.fromkeys(WRITE_REPORT, 0)  # rows written, keys deleted, files and bytes added
         for topic in batch.read_topics():
+            into = self._replicas(batch, topic)
             records = batch.arrow(topic)
             if records is not None and not self.cfg.upserts and not self.cfg.dynamic_enabled:
                 # an append to fixed tables: the workers write the data files (`_spread`)
                 _changes.refuse_envelope(topic, _spread.empty(records), "iceberg.tables.cdc-field")
                 for name in self.cfg.tables:
-                    for key, n in zip(WRITE_REPORT, self._append(name, topic, records), strict=True):
+                    for key, n in zip(WRITE_REPORT, self._append(name, topic, records, into[name]), strict=True):
                         report[key] += n
                 continue
             rows = self._rows(batch, topic)
             _changes.refuse_envelope(topic, rows, "iceberg.tables.cdc-field")
             for name, routed in self._routes(rows).items():
-                for key, n in zip(WRITE_REPORT, self._write_table(name, topic, routed), strict=True):
+                for key, n in zip(WRITE_REPORT, self._write_table(name, topic, routed, into.get(name)), strict=True):
                     report[key] += n
+        self._swap_ended(batch)
         tables = [{"name": n, "version": str(v)} for n, v in sorted(self.versions.items()) if v is not None]
         return {**report, WRITE_TABLES: tables}
+
+    def _resync(self, batch: SinkBatch, topic: str) -> Resync | None:
+        """The `replace` re-read the batch's rows of `topic` belong to: its listed tables get a copy;
+        dynamically routed tables are not known before the rows name them, so their rows are
+        written to the tables as ever (as a `retain` re-read)."""
+        resync = batch.replacing.get(topic)
+        if resync is not None and self.cfg.dynamic_enabled:
+            self.log.warning("%s: a replace re-read of dynamically routed tables is written as `retain`", topic)
+            return None
+        return resync
+
+    def _replicas(self, batch: SinkBatch, topic: str) -> dict[str, str]:
+        """Listed table → the table its rows of `topic` go to: its re-read's copy, or itself."""
+        resync = self._resync(batch, topic)
+        if resync is None:
+            return {name: name for name in self.cfg.tables}
+        return {
+            name: _replace.replica(self.catalog, name, self.context.connector, topic, resync.generation)
+            for name in self.cfg.tables
+        }
+
+    def _swap_ended(self, batch: SinkBatch) -> None:
+        """Swap in the copies of the `replace` re-reads this batch ends (after their last rows)."""
+        for topic, resync in sorted(batch.replacing.items()):
+            if not resync.ends or self._resync(batch, topic) is None:
+                continue
+            for name in self.cfg.tables:
+                started = time.monotonic()
+                snapshot = _replace.swap_in(self.catalog, name, self.context.connector, topic, resync.generation)
+                self.held.pop(name, None)
+                if snapshot is not None:
+                    self.versions[name] = snapshot
+                    self.log.info(
+                        "table %s: re-read %d of %s swapped in in %.1f s",
+                        name,
+                        resync.generation,
+                        topic,
+                        time.monotonic() - started,
+                    )
 
     def close(self) -> None:
         """Close the sql catalog's connection pool (the other catalogs hold HTTP sessions only)."""
@@ -106,14 +147,18 @@ class IcebergSinkTask(SinkTask):
             self.held[name] = _offsets.read(table, self.context.connector) if table is not None else {}
         return self.held[name]
 
-    def _append(self, name: str, topic: str, records: ArrowRecords) -> tuple[int, int, int, int]:
-        """Append the records of `topic` not yet in table `name`, their data files written by the
-        workers that read them: (rows written, 0, data files added, their bytes)."""
+    def _append(
+        self, configured: str, topic: str, records: ArrowRecords, name: str | None = None
+    ) -> tuple[int, int, int, int]:
+        """Append the records of `topic` not yet in table `name` (by default the listed table
+        `configured`; a re-read's copy of it), their data files written by the workers that read
+        them: (rows written, 0, data files added, their bytes)."""
+        name = name or configured
         table = _schema.load_table(self.catalog, name)
         held = self._held(name, table)
         values = _changes.value_rows(_spread.empty(records))
         if table is None:
-            table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
+            table = _schema.create_table(self.catalog, name, values.schema, self.cfg, configured)
         table, _ = _schema.conform(table, values, self.cfg, name, self.changes.get(topic))
         started = time.monotonic()
         written = _spread.spread(records, held.get(topic, {}), table.schema().as_arrow(), _write.FileWriter(table))
@@ -138,9 +183,13 @@ class IcebergSinkTask(SinkTask):
         )
         return written.rows, 0, files, size
 
-    def _write_table(self, name: str, topic: str, rows: pa.Table) -> tuple[int, int, int, int]:
-        """Commit `rows` of `topic` not yet in table `name`: (rows written, keys deleted, data files
-        added, their bytes), as `WRITE_REPORT` orders them."""
+    def _write_table(
+        self, configured: str, topic: str, rows: pa.Table, name: str | None = None
+    ) -> tuple[int, int, int, int]:
+        """Commit `rows` of `topic` not yet in table `name` (by default the table `configured`; a
+        re-read's copy of it): (rows written, keys deleted, data files added, their bytes), as
+        `WRITE_REPORT` orders them."""
+        name = name or configured
         table = _schema.load_table(self.catalog, name)
         held = self._held(name, table)
         fresh = _changes.past(rows, held.get(topic, {}))
@@ -150,12 +199,12 @@ class IcebergSinkTask(SinkTask):
         keys: pa.Table | None = None
         deleted = 0
         if self.cfg.upserts:
-            change = _changes.changes(fresh, self._id_columns(name, fresh), self.cfg.cdc_field)
+            change = _changes.changes(fresh, self._id_columns(configured, fresh), self.cfg.cdc_field)
             values, keys, deleted = change.rows, change.keys, change.deleted
         else:
             values = _changes.value_rows(fresh)
         if table is None:
-            table = _schema.create_table(self.catalog, name, values.schema, self.cfg)
+            table = _schema.create_table(self.catalog, name, values.schema, self.cfg, configured)
         table, values = _schema.conform(table, values, self.cfg, name, self.changes.get(topic))
         reached = {**held, topic: {**held.get(topic, {}), **_changes.next_offsets(fresh)}}
         files, size, self.versions[name] = _write.commit(
