@@ -1,5 +1,6 @@
 """`connect schema`: the shape a connector last let through per topic, a change it paused on
-(`schema.propagation`), and accepting that change."""
+(`schema.propagation`), and accepting that change; `connect snapshot` and `connect resync`: re-reading
+tables of a source."""
 
 from __future__ import annotations
 
@@ -90,3 +91,24 @@ def snapshot(
     with backend() as svc:
         sent = svc.send_signal(name, None, kind, data)
     out.print(f"signal {_text(sent['id'])} ({kind}) queued for `{_text(name)}`'s next run")
+
+
+@app.command("resync")
+def resync(
+    name: str,
+    table: Annotated[str, typer.Option("--table", "-t", help="The table to re-read, as `table.whitelist` names it.")],
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode", help="retain: re-read rows are upserted; replace: the sinks swap the re-read copy in at its end."
+        ),
+    ] = "retain",
+) -> None:
+    """Re-read one table of a JDBC source from the beginning, the other tables keeping their positions
+    (Airbyte's refresh); under `replace` the JDBC and lakehouse sinks swap the new copy in at its end."""
+    with backend() as svc:
+        sent = svc.resync(name, table, mode)
+    out.print(
+        f"re-read of {_text(sent['table'])} ({_text(sent['mode'])}) queued for `{_text(name)}`'s next run "
+        f"(signal {_text(sent['id'])})"
+    )

@@ -160,6 +160,9 @@ class RestClient:
         body = {"type": signal_type, "data": dict(data), **({"id": signal_id} if signal_id is not None else {})}
         return dict(self._call("POST", f"/connectors/{name}/signals", json=body))
 
+    def resync(self, name: str, table: str, mode: str = "retain") -> dict[str, Any]:
+        return dict(self._call("POST", f"/connectors/{name}/resync", json={"table": table, "mode": mode}))
+
     def schemas(self, name: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/connectors/{name}/schemas"))
 

@@ -265,6 +265,26 @@ def send_signal(svc: Svc, connector: str, body: SignalBody) -> dict[str, Any]:
     return svc.send_signal(connector, body.id, body.type, body.data)
 
 
+class ResyncBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    table: str = Field(min_length=1, max_length=300, description="The table to re-read, as `table.whitelist` names it.")
+    mode: str = Field(
+        default="retain",
+        max_length=20,
+        description="retain (re-read rows are upserted) or replace (the sinks swap the re-read copy in at its end).",
+    )
+
+
+@router.post(
+    "/connectors/{connector}/resync",
+    status_code=202,
+    summary="Re-read one table of a JDBC source, the other tables keeping their positions (extension)",
+)
+def resync(svc: Svc, connector: str, body: ResyncBody) -> dict[str, Any]:
+    return svc.resync(connector, body.table, body.mode)
+
+
 class AcceptBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

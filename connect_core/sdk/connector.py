@@ -13,7 +13,7 @@ import logging
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig
@@ -67,6 +67,9 @@ class TaskContext:
     #: consumed yet, oldest first: a source that `accepts_signals` acts on them in this run; the
     #: run's commit marks them consumed, with the positions they changed.
     signals: tuple[Signal, ...] = ()
+    #: Topic → the generation of its last re-read (`connect resync`, `Resync.generation`), for the
+    #: topics the connector writes, given with signals: a re-read begun now is that number + 1.
+    resync_generations: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,19 @@ class SourceConnector(Connector[ConfigT]):
     #: Whether its tasks act on signals (`TaskContext.signals`): `POST /connectors/{name}/signals`
     #: is refused for a connector that does not.
     accepts_signals: ClassVar[bool] = False
+
+    def signal_task(self, config: ConfigT, task_configs: Sequence[Mapping[str, Any]], signal: Signal) -> int:
+        """The task that acts on `signal` (its run gets it, its commit consumes it): task 0, unless the
+        connector's tasks split what they read (a JDBC source: the task reading the table it names)."""
+        return 0
+
+    def check_resync(self, config: ConfigT, table: str, positions: Positions) -> str:
+        """Whether `connect resync` may re-read `table` now: the table as the connector names it.
+        ConfigError when it cannot (this default: the connector re-reads no tables); ConflictError
+        when a re-read of it is under way (`positions` are the connector's committed ones)."""
+        from connect_core.sdk.errors import ConfigError
+
+        raise ConfigError("the connector does not re-read tables (`connect resync` is for JDBC sources)")
 
     def output_topics(self, config: ConfigT) -> list[str]:
         """Topics the connector writes, when known from its config (they become the DAG's Assets).

@@ -16,12 +16,18 @@ The window's bounds come from one small query; the rows are read by Spark in
 parallel slices of the incrementing column (`snapshot.partitions`), never
 through the driver. Column types travel with the topic (field metadata
 `connect.sql.type`), so a sink can create the same types.
+
+`connect resync NAME --table T` (a signal routed to the task reading T) re-reads one table from
+its beginning up to its upper bound at that moment, window by window, its position holding the
+re-read (`resync`: generation, mode, `until`); its batches say so (`SourceBatch.resyncs`), and the
+other tables keep their positions.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -35,12 +41,14 @@ from connect_core.sdk import (
     ArrowRecords,
     LineageDataset,
     Positions,
+    Resync,
+    Signal,
     SourceBatch,
     SourceConnector,
     SourcePosition,
     SourceTask,
 )
-from connect_core.sdk.errors import ConfigError, FatalError
+from connect_core.sdk.errors import ConfigError, ConflictError, FatalError
 from connect_core.sdk.records import driver_max_rows, keyed
 
 if TYPE_CHECKING:
@@ -50,6 +58,10 @@ __all__ = ["JdbcSourceConnector", "JdbcSourceTask"]
 
 #: Below this many ids a window is read in one piece.
 SPLIT_MIN_IDS = 50_000
+#: The key of a table's position holding its re-read under way (`connect resync`).
+RESYNC = "resync"
+#: How a re-read's rows replace the target's (`Resync.mode`).
+RESYNC_MODES = ("retain", "replace")
 
 
 @dataclass
@@ -68,11 +80,22 @@ class JdbcSourceTask(SourceTask):
         jdbc = Jdbc(spark, cfg)
         records: dict[str, DataFrame | ArrowRecords] = {}
         reached: list[SourcePosition] = []
+        resyncs: dict[str, Resync] = {}
         masks = cfg.column_masks()
+        asked = _resync_requests(cfg, self.context.signals, self.log)
         for source in _sources(cfg, jdbc):
             window = _Window(cfg, jdbc, source)
-            df, offset = window.read(positions.offset(source.key))
+            last = positions.offset(source.key)
+            if source.key.get("table") in asked or (last or {}).get(RESYNC):
+                generation = self.context.resync_generations.get(source.topic, 0) + 1
+                df, offset, mark = window.resync(last, asked.get(source.key.get("table", "")), generation, self.log)
+                if mark is not None:
+                    resyncs[source.topic] = mark
+            else:
+                df, offset = window.read(last)
             if df is None:
+                if offset is not None:  # a re-read that ended with no rows moves the position all the same
+                    reached.append(SourcePosition(source.key, offset))
                 if masks:  # nothing new, but its columns were read: a rule naming one of them names something
                     masks.for_columns(_mask_tables(jdbc, source), [c.name for c in window.columns])
                 continue
@@ -87,7 +110,7 @@ class JdbcSourceTask(SourceTask):
             if offset is not None:
                 reached.append(SourcePosition(source.key, offset))
         masks.warn_unmatched(self.log)
-        return SourceBatch(records, tuple(reached))
+        return SourceBatch(records, tuple(reached), resyncs=resyncs)
 
     def _masked(
         self, masks: ColumnMasks, jdbc: Jdbc, source: _Source, df: DataFrame | ArrowRecords, key: list[str]
@@ -110,6 +133,10 @@ class JdbcSourceTask(SourceTask):
         jdbc = Jdbc(None, cfg)
         if cfg.mode == "bulk":
             return True
+        if _resync_requests(cfg, self.context.signals, self.log) or any(
+            (positions.offset(s.key) or {}).get(RESYNC) for s in _sources(cfg, jdbc)
+        ):
+            return True  # a re-read asked for, or under way (its end is a run's work even with no rows)
         if cfg.query and not jdbc.dialect.describes_queries and cfg.mode != "incrementing":
             return None  # a query's timestamp column type comes from Spark's JDBC reader
         try:
@@ -121,6 +148,34 @@ class JdbcSourceTask(SourceTask):
         except Exception as exc:  # the run reports it, with its context
             self.log.info("cannot tell whether there is anything new (%s); running", exc)
             return None
+
+
+def _resync_requests(cfg: JdbcSourceConfig, signals: Sequence[Signal], log: Any) -> dict[str, str]:
+    """The tables of this task a signal asks to re-read (`execute-snapshot`, as `connect resync` sends
+    it), by their `table.whitelist` name, with the mode (`resync-mode`; Debezium's signal: `retain`).
+    Other signals are consumed with a note: a JDBC source has no snapshot to stop, pause or resume."""
+    asked: dict[str, str] = {}
+    for signal in signals:
+        if signal.type != "execute-snapshot" or cfg.query:
+            log.info("signal %s (%s) ignored: a JDBC source re-reads tables only", signal.id, signal.type)
+            continue
+        mode = str(signal.data.get("resync-mode", "retain"))
+        for name in signal.data.get("data-collections") or []:
+            table = _whitelisted(cfg, str(name))
+            if table is not None:
+                asked[table] = mode if mode in RESYNC_MODES else "retain"
+    return asked
+
+
+def _whitelisted(cfg: JdbcSourceConfig, name: str) -> str | None:
+    """The `table.whitelist` entry naming table `name` (as written there, or as the same identifier)."""
+    if name in cfg.table_whitelist:
+        return name
+    try:
+        wanted = parse_identifier(name, "table")
+    except ConfigError:
+        return None
+    return next((t for t in cfg.table_whitelist if parse_identifier(t, "table") == wanted), None)
 
 
 def _mask_tables(jdbc: Jdbc, source: _Source) -> list[str]:
@@ -151,13 +206,53 @@ class _Window:
         self.ts = self.q(cfg.timestamp_column_name) if cfg.timestamp_column_name else None
         self.columns: list[Column] = []  # the source's columns, once `read` has asked for them
 
-    def read(self, last: Any) -> tuple[DataFrame | ArrowRecords | None, dict[str, Any] | None]:
+    def resync(
+        self, last: Any, asked: str | None, generation: int, log: Any
+    ) -> tuple[DataFrame | ArrowRecords | None, dict[str, Any] | None, Resync | None]:
+        """The next window of the table's re-read (`connect resync`): begun now when `asked` (its mode),
+        else the one under way in `last` (its position's `resync` entry: generation, mode, and `until`,
+        the table's upper bound when it began). The rows up to `until` are read from the beginning,
+        window by window; the position holds the re-read's cursor; the window that reaches `until` ends
+        it and the table's reading goes on from there. Bulk mode: this run's read is the re-read."""
+        running = dict((last or {}).get(RESYNC) or {})
+        begins = not running
+        if running and asked:
+            log.warning(
+                "%s: a re-read (generation %s) is under way; the new request is ignored",
+                self.source.topic,
+                running.get("generation"),
+            )
+        if self.cfg.mode == "bulk":
+            df, offset = self.read(last)
+            return df, offset, Resync(generation, asked or "retain", begins=True, ends=True)
+        if begins:
+            columns = self.columns = self._columns()
+            until = self.bounds({}, columns, limited=False)[1]
+            running = {"generation": generation, "mode": asked, "until": until}
+            cursor: dict[str, Any] = {}
+            log.info(
+                "%s: re-reading the table (generation %s, %s) up to %s", self.source.topic, generation, asked, until
+            )
+        else:
+            cursor = {k: v for k, v in last.items() if k != RESYNC}
+        mode, until = str(running["mode"]), running["until"]
+        if until is None:  # an empty table: the re-read begins and ends with no rows
+            return None, dict(cursor) or None, Resync(int(running["generation"]), mode, begins=begins, ends=True)
+        df, offset = self.read(cursor, cap=until)
+        if df is None or offset == until:  # the end: rows up to `until` all read (some maybe deleted since)
+            return df, dict(until), Resync(int(running["generation"]), mode, begins=begins, ends=True)
+        return df, {**(offset or {}), RESYNC: running}, Resync(int(running["generation"]), mode, begins=begins)
+
+    def read(
+        self, last: Any, cap: dict[str, Any] | None = None
+    ) -> tuple[DataFrame | ArrowRecords | None, dict[str, Any] | None]:
+        """The window past `last` (at most up to `cap`, a position) and the position at its end."""
         columns = self.columns = self._columns()
         select = ", ".join(
             f"{self.dialect.text_cast(self.q(c.name))} AS {self.q(c.name)}" if c.as_text else self.q(c.name)
             for c in columns
         )
-        where, offset = self.bounds(last, columns)
+        where, offset = self.bounds(last, columns, cap=cap)
         if where is None:
             return None, None  # nothing new
         base = " AND ".join(where) or "1=1"
@@ -175,13 +270,22 @@ class _Window:
             df = df.select(*[df[c.name].alias(c.name, metadata=c.metadata()) for c in columns])
         return df, offset
 
-    def bounds(self, last: Any, columns: list[Column] | None = None) -> tuple[list[str] | None, dict[str, Any] | None]:
-        """The window past `last` (its predicates, None if nothing new) and the position at its end."""
+    def bounds(
+        self,
+        last: Any,
+        columns: list[Column] | None = None,
+        *,
+        cap: dict[str, Any] | None = None,
+        limited: bool = True,
+    ) -> tuple[list[str] | None, dict[str, Any] | None]:
+        """The window past `last` (its predicates, None if nothing new) and the position at its end: at
+        most up to the position `cap`, of at most `batch.max.rows` rows unless not `limited`."""
         if self.cfg.mode == "bulk":
             return [], None
+        limit = self.cfg.batch_max_rows if limited else None
         if self.cfg.mode == "incrementing":
-            return self._incrementing(last or {})
-        return self._timestamp(last or {}, columns if columns is not None else self._columns())
+            return self._incrementing(last or {}, cap, limit)
+        return self._timestamp(last or {}, columns if columns is not None else self._columns(), cap, limit)
 
     def _columns(self) -> list[Column]:
         if self.source.table is not None:
@@ -202,13 +306,16 @@ class _Window:
                 raise ConfigError(f"{where} has no column `{column}` (`{key}`)", {key: [f"no column `{column}`"]})
         return columns
 
-    def _incrementing(self, last: dict[str, Any]) -> tuple[list[str] | None, dict[str, Any] | None]:
+    def _incrementing(
+        self, last: dict[str, Any], cap: dict[str, Any] | None, limit: int | None
+    ) -> tuple[list[str] | None, dict[str, Any] | None]:
         assert self.inc is not None
         after = [f"{self.inc} > {_number(last['incrementing'])}"] if "incrementing" in last else []
-        where = " AND ".join(after) or "1=1"
-        if self.cfg.batch_max_rows:
+        upto = [f"{self.inc} <= {_number(cap['incrementing'])}"] if cap else []
+        where = " AND ".join([*after, *upto]) or "1=1"
+        if limit:
             inner = f"SELECT {self.inc} AS v FROM {self.source.relation} WHERE {where} ORDER BY {self.inc}"
-            sql = f"SELECT MAX(v) AS hi FROM ({inner}{self.dialect.limit(self.cfg.batch_max_rows)}) b"
+            sql = f"SELECT MAX(v) AS hi FROM ({inner}{self.dialect.limit(limit)}) b"
         else:
             sql = f"SELECT MAX({self.inc}) AS hi FROM {self.source.relation} WHERE {where}"
         (row,) = self.jdbc.rows(sql, f"finding new rows of {self.source.topic}")
@@ -217,19 +324,21 @@ class _Window:
         hi = _stored(row["hi"])
         return [*after, f"{self.inc} <= {_number(hi)}"], {"incrementing": hi}
 
-    def _timestamp(self, last: dict[str, Any], columns: list[Column]) -> tuple[list[str] | None, dict[str, Any] | None]:
+    def _timestamp(
+        self, last: dict[str, Any], columns: list[Column], cap: dict[str, Any] | None, limit: int | None
+    ) -> tuple[list[str] | None, dict[str, Any] | None]:
         assert self.ts is not None
         ts_type = next(c.sql_type for c in columns if c.name == self.cfg.timestamp_column_name)
         cut = f"{self.ts} < {self.dialect.now_minus(self.cfg.timestamp_delay_interval_ms, ts_type)}"
-        after = self._after(last)
+        after = self._after(last) + self._upto(cap)
         where = " AND ".join([*after, cut])
         order = [self.ts, *([self.inc] if self.inc else [])]
         fields = f"{self.dialect.timestamp_text(self.ts)} AS t" + (f", {self.inc} AS i" if self.inc else "")
         desc = ", ".join(f"{o} DESC" for o in order)
-        if self.cfg.batch_max_rows:
+        if limit:
             inner = (
                 f"SELECT {self.ts}, {self.inc or self.ts} AS connect_i FROM {self.source.relation} WHERE {where} "
-                f"ORDER BY {', '.join(order)}{self.dialect.limit(self.cfg.batch_max_rows)}"
+                f"ORDER BY {', '.join(order)}{self.dialect.limit(limit)}"
             )
             fields = f"{self.dialect.timestamp_text(self.ts)} AS t" + (", connect_i AS i" if self.inc else "")
             desc = f"{self.ts} DESC" + (", connect_i DESC" if self.inc else "")
@@ -250,6 +359,15 @@ class _Window:
             )
             offset["incrementing"] = upper_inc
         return [*after, upper], offset
+
+    def _upto(self, cap: dict[str, Any] | None) -> list[str]:
+        """The predicate of rows at or before the position `cap` (a re-read's `until`)."""
+        if not cap or "timestamp" not in cap:
+            return []
+        ts = f"TIMESTAMP '{_timestamp(cap['timestamp'])}'"
+        if self.inc and "incrementing" in cap:
+            return [f"({self.ts} < {ts} OR ({self.ts} = {ts} AND {self.inc} <= {_number(cap['incrementing'])}))"]
+        return [f"{self.ts} <= {ts}"]
 
     def _after(self, last: dict[str, Any]) -> list[str]:
         if "timestamp" not in last:
@@ -327,6 +445,36 @@ def _timestamp(value: Any) -> str:
 class JdbcSourceConnector(SourceConnector[JdbcSourceConfig]):
     config_model = JdbcSourceConfig
     task_class = JdbcSourceTask
+    accepts_signals = True  # `connect resync`: re-read one table
+
+    def signal_task(self, config: JdbcSourceConfig, task_configs: Sequence[Mapping[str, Any]], signal: Signal) -> int:
+        """The task reading the first table the signal names (tasks split the tables); task 0 otherwise."""
+        for name in signal.data.get("data-collections") or []:
+            table = _whitelisted(config, str(name))
+            for task_id, task_config in enumerate(task_configs):
+                if table is not None and table in (task_config.get("table.whitelist") or []):
+                    return task_id
+        return 0
+
+    def check_resync(self, config: JdbcSourceConfig, table: str, positions: Positions) -> str:
+        if config.query:
+            raise ConfigError(
+                "the connector reads a `query`, not tables: a re-read needs `table.whitelist`",
+                {"table": ["the connector reads a query"]},
+            )
+        found = _whitelisted(config, table)
+        if found is None:
+            known = ", ".join(config.table_whitelist)
+            raise ConfigError(
+                f"the connector reads no table `{table}`; it reads: {known}", {"table": [f"one of {known}"]}
+            )
+        running = (positions.offset({"table": found}) or {}).get(RESYNC)
+        if running:
+            raise ConflictError(
+                f"a re-read of `{found}` (generation {running.get('generation')}) is under way; "
+                "wait for it to end, then ask again"
+            )
+        return found
 
     def task_configs(self, config: JdbcSourceConfig, max_tasks: int) -> list[dict[str, Any]]:
         base = config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})

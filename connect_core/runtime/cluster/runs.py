@@ -32,10 +32,11 @@ from connect_core.runtime.store.models import (
 )
 from connect_core.runtime.store.signals import SignalStore
 from connect_core.runtime.store.states import ConnectorState, RunState, TargetState
+from connect_core.runtime.topics.resyncs import ResyncLog
 from connect_core.runtime.topics.schemas import TopicSchema
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.sdk.errors import FencedError, NotFoundError, RetriableError
-from connect_core.sdk.records import SourcePosition, TopicPartition
+from connect_core.sdk.records import Resync, SourcePosition, TopicPartition
 
 __all__ = ["MAX_ERROR_CHARS", "Lease", "RunStore", "StagedSegment", "TaskBusyError", "bounded_error"]
 
@@ -82,6 +83,9 @@ class CommitRequest:
     shapes: Mapping[str, TopicSchema] = field(default_factory=dict)
     #: the signals the run got (`connect.connector_signals` ids): consumed by its commit
     signals: Sequence[int] = ()
+    #: a source's re-reads (`SourceBatch.resyncs`) by the topic partition its rows go to: where they
+    #: begin and end is recorded with the segments (`runtime.topics.resyncs`)
+    resyncs: Mapping[TopicPartition, Resync] = field(default_factory=dict)
 
 
 class RunStore:
@@ -202,6 +206,7 @@ class RunStore:
                 )
                 for seg in sorted(request.segments, key=lambda seg: (seg.topic, seg.partition))
             ]
+            ResyncLog.record(s, lease.connector, lease.run_id, request.resyncs, segments)
             # after every partition lock: the per-topic locks of new versions (taken in one order) never deadlock
             self._topics.schemas.record(s, _schemas(request.segments), lease.run_id, lease.connector)
             shapes = {t: Shape(shape.document, shape.fingerprint) for t, shape in request.shapes.items()}

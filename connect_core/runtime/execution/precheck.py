@@ -2,7 +2,8 @@
 
 Sources answer through `SourceTask.has_new_data` (file size vs position, ...);
 sinks through the topic store: is there a committed segment past the offsets
-of the partitions the task owns? No Spark, one or two metadata queries.
+of the partitions the task owns, or the end of a `replace` re-read to tell it? No Spark, a few
+metadata queries.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import traceback
 from typing import Any
 
 from connect_core.runtime.context import Runtime
-from connect_core.runtime.execution.runner import error_kind
+from connect_core.runtime.execution.runner import error_kind, task_signals
 from connect_core.runtime.security.masking import mask_text
 from connect_core.runtime.store.states import RunState
+from connect_core.runtime.topics.resyncs import plan_batch, told_of
 from connect_core.sdk.config import SinkConnectorConfig
-from connect_core.sdk.connector import Signal, SourceTask, TaskContext
+from connect_core.sdk.connector import SourceTask, TaskContext
 from connect_core.sdk.errors import ConnectError
 
 __all__ = ["has_new_data", "record_failure"]
@@ -31,9 +33,7 @@ def has_new_data(runtime: Runtime, connector: str, task_id: int) -> bool | None:
         return None
     plugin_cls: Any = runtime.registry.resolve(info.connector_class).cls
     if info.type == "source":
-        signals: tuple[Signal, ...] = ()
-        if getattr(plugin_cls, "accepts_signals", False) and task_id == 0:
-            signals = tuple(signal for _, signal in runtime.connectors.signals.pending(connector))
+        signals = tuple(signal for _, signal in task_signals(runtime.registry, runtime.connectors, connector, task_id))
         logger = logging.getLogger(f"connect.{connector}.precheck")
         context = TaskContext(connector, task_id, len(info.tasks), logger, signals=signals)
         task: SourceTask = plugin_cls.task_class(runtime.providers.resolve(info.tasks[task_id]), context)
@@ -44,9 +44,16 @@ def has_new_data(runtime: Runtime, connector: str, task_id: int) -> bool | None:
     model = plugin_cls.config_model.model_validate(info.config)
     topics = model.topics if isinstance(model, SinkConnectorConfig) else []
     owned = runtime.topics.owned_partitions(topics, task_id, len(info.tasks))
-    committed = runtime.connectors.sink_offsets(connector)
+    committed = {tp: c for tp, c in runtime.connectors.sink_offsets(connector).items() if tp in owned}
     start = {tp: committed[tp].offset if tp in committed else 0 for tp in owned}
-    return bool(start) and bool(runtime.topics.segments_after(start, max_rows=1))
+    if not start:
+        return False
+    if runtime.topics.segments_after(start, max_rows=1):
+        return True
+    # no rows, but maybe the end of a `replace` re-read the sink has every row of, and was not told
+    rereads = runtime.topics.resyncs.replacing(owned)
+    told = told_of(next(iter(committed.values())).metadata if committed else {})
+    return bool(rereads) and bool(plan_batch([], rereads, start, told, None).replacing)
 
 
 def record_failure(runtime: Runtime, connector: str, task_id: int, exc: BaseException) -> None:

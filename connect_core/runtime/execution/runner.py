@@ -43,13 +43,23 @@ from connect_core.runtime.store.connector_schemas import Pending, Shape
 from connect_core.runtime.store.connectors import ConnectorStore
 from connect_core.runtime.store.states import RunState, TargetState
 from connect_core.runtime.topics.config import creation_config
+from connect_core.runtime.topics.resyncs import plan_batch, told_of, with_told
 from connect_core.runtime.topics.segments import arrow_topics, delete_path, read_topics, write_segment
 from connect_core.runtime.topics.store import Segment, TopicStore
 from connect_core.runtime.validation import connector_config_model
 from connect_core.sdk.config import ConnectorConfig, SinkConnectorConfig, SourceConnectorConfig
 from connect_core.sdk.connector import WRITE_REPORT, WRITE_TABLES, Signal, SinkTask, SourceTask, TaskContext
 from connect_core.sdk.errors import ConfigError, DataError, FatalError, FencedError, NotFoundError, RetriableError
-from connect_core.sdk.records import SinkBatch, SourcePosition, TopicPartition, partition_key
+from connect_core.sdk.records import (
+    OFFSET_COLUMN,
+    PARTITION_COLUMN,
+    TOPIC_COLUMN,
+    Resync,
+    SinkBatch,
+    SourcePosition,
+    TopicPartition,
+    partition_key,
+)
 from connect_core.sdk.testing import faults as _faults
 
 if TYPE_CHECKING:
@@ -58,7 +68,7 @@ if TYPE_CHECKING:
     from connect_core.runtime.context import Runtime
     from connect_core.runtime.topics.schemas import TopicSchema
 
-__all__ = ["RunResult", "TaskRunner", "error_kind"]
+__all__ = ["RunResult", "TaskRunner", "error_kind", "task_signals"]
 
 log = logging.getLogger(__name__)
 
@@ -234,13 +244,14 @@ class TaskRunner:
 
         letters = self._dead_letters(lease)
         signals = self._signals(lease)
+        generations = self._resync_generations(lease) if signals else {}
 
-        def attempt(n: int) -> tuple[list[StagedSegment], list[SourcePosition]]:
+        def attempt(n: int) -> tuple[list[StagedSegment], list[SourcePosition], Mapping[str, Resync]]:
             # Each attempt reads anew with a new task; what an earlier one staged is replaced
             # (same paths) or deleted with the run's garbage.
             result.rows = result.segments = 0
             letters.reset()
-            task = self._new_task(lease, letters, tuple(s for _, s in signals))
+            task = self._new_task(lease, letters, tuple(s for _, s in signals), generations)
             assert isinstance(task, SourceTask)
             try:
                 batch = task.read(spark, committed)
@@ -249,11 +260,11 @@ class TaskRunner:
                 segments += self._stage_dead_letters(spark, lease, letters, staged)
                 _faults.checkpoint("after_stage")
                 result.source = dict(batch.stats)
-                return segments, list(batch.positions)
+                return segments, list(batch.positions), batch.resyncs
             finally:
                 task.close()
 
-        segments, positions = self._retry_policy(lease).run(
+        segments, positions, resyncs = self._retry_policy(lease).run(
             f"run {lease.run_id} of `{lease.connector}-{lease.task_id}`", attempt, self._count_retry(result)
         )
         result.counts.update(letters.counts)
@@ -261,8 +272,32 @@ class TaskRunner:
         changed = [p for p in positions if committed.offset(p.partition) != dict(p.offset)]
         shapes = {seg.topic: seg.schema for seg in segments if seg.schema is not None}
         return CommitRequest(
-            segments=segments, positions=_dedupe(changed), shapes=shapes, signals=[i for i, _ in signals]
+            segments=segments,
+            positions=_dedupe(changed),
+            shapes=shapes,
+            signals=[i for i, _ in signals],
+            resyncs=self._resync_marks(lease, resyncs),
         )
+
+    def _resync_marks(self, lease: Lease, resyncs: Mapping[str, Resync]) -> dict[TopicPartition, Resync]:
+        """The batch's re-reads by the topic partition this task writes (`_stage`'s rule), each topic made
+        if new: an empty table's re-read begins and ends in a topic that may have no rows yet."""
+        if not resyncs:
+            return {}
+        config = self._config(lease)
+        partition_count = config.topic_partitions if isinstance(config, SourceConnectorConfig) else 1
+        topic_config = creation_config(lease.connector_config)
+        marks = {}
+        for topic, mark in resyncs.items():
+            partitions = self._topics.ensure_topic(topic, partition_count, topic_config)
+            marks[TopicPartition(topic, lease.task_id % partitions)] = mark
+        return marks
+
+    def _resync_generations(self, lease: Lease) -> dict[str, int]:
+        """The last re-read generation of each topic the connector writes (a re-read begun by this run
+        takes the next number)."""
+        plugin: Any = self._registry.resolve(lease.connector_class).cls()
+        return self._topics.resyncs.last_generations(plugin.output_topics(self._config(lease)))
 
     def _stage(
         self,
@@ -315,7 +350,12 @@ class TaskRunner:
         work_started = time.monotonic()
         config = self._config(lease)
         max_rows = config.batch_max_rows if isinstance(config, SinkConnectorConfig) else None
-        segments = self._topics.segments_after(start, max_rows)
+        previous = next(iter(committed.values())).metadata if committed else {}
+        told = told_of(previous)
+        plan = plan_batch(
+            self._topics.segments_after(start), self._topics.resyncs.replacing(owned), start, told, max_rows
+        )
+        segments = plan.segments
         batch: SinkBatch | None = None
         transformed: SinkTransformed | None = None
         letters = self._dead_letters(lease)
@@ -332,14 +372,16 @@ class TaskRunner:
                 baseline = task.open(committed)
                 if baseline is not None and n == 0:
                     # The sink's recovery state before its first write, committed on its own.
-                    self._runs.commit_checkpoint(lease, start, baseline)
-                if not segments:
+                    self._runs.commit_checkpoint(lease, start, with_told(baseline, told))
+                if not segments and not plan.replacing:
                     return None
-                if batch is None or transformed is None:
+                if batch is None and not segments:  # only the end of a re-read to tell: no rows
+                    batch = self._no_rows_batch(spark, plan.replacing)
+                elif batch is None:
                     transformed = self._transform_sink(spark, lease, segments)
                     self._gate_sink(lease, config, transformed, gated)
-                    batch = self._sink_batch(transformed, segments, owned, gated.changes)
-                for errant in transformed.errant:  # read and transformed once, reported by every attempt
+                    batch = self._sink_batch(transformed, segments, owned, gated.changes, plan.replacing)
+                for errant in transformed.errant if transformed is not None else ():  # reported by every attempt
                     letters.report(errant)
                 for errant in gated.diverted:
                     letters.divert(errant)
@@ -362,18 +404,18 @@ class TaskRunner:
         result.target = _write_report(metadata)
         dead = self._stage_dead_letters(spark, lease, letters, staged)
         result.timings["work_s"] = round(time.monotonic() - work_started, 3)
-        if not segments:
+        if not segments and not plan.replacing:
             return CommitRequest()
         result.rows, result.segments = sum(s.row_count for s in segments), len(segments)
         offsets = dict(start)
         for seg in segments:
             tp = TopicPartition(seg.topic, seg.partition)
             offsets[tp] = max(offsets[tp], seg.end_offset)
-        previous = next(iter(committed.values())).metadata if committed else {}
         return CommitRequest(
             segments=dead,
             offsets=offsets,
-            offset_metadata=metadata if metadata is not None else previous,
+            # the re-reads whose end the sink was told (and swapped in): told once, unless this commit fails
+            offset_metadata=with_told(metadata if metadata is not None else previous, {**told, **plan.told}),
             shapes=gated.shapes,
         )
 
@@ -442,12 +484,27 @@ class TaskRunner:
         segments: list[Segment],
         owned: set[TopicPartition],
         changes: Mapping[str, Mapping[str, Any]],
+        replacing: Mapping[str, Resync],
     ) -> SinkBatch:
         data = functools.reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), done.by_topic.values())
         rows = sum(s.row_count for s in segments)
         return SinkBatch(
-            data, rows, tuple(sorted(owned)), done.by_topic, done.arrow_by_topic, done.routes, dict(changes)
+            data,
+            rows,
+            tuple(sorted(owned)),
+            done.by_topic,
+            done.arrow_by_topic,
+            done.routes,
+            dict(changes),
+            dict(replacing),
         )
+
+    @staticmethod
+    def _no_rows_batch(spark: SparkSession, replacing: Mapping[str, Resync]) -> SinkBatch:
+        """A batch with no rows that tells the sink where re-reads end (`SinkBatch.replacing`): no
+        partitions either, so `read_topics()` is empty and the sink writes no topic (only swaps)."""
+        data = spark.createDataFrame([], f"{TOPIC_COLUMN} string, {PARTITION_COLUMN} int, {OFFSET_COLUMN} long")
+        return SinkBatch(data, 0, (), replacing=dict(replacing))
 
     def _dead_letters(self, lease: Lease) -> DeadLetters:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
@@ -507,22 +564,23 @@ class TaskRunner:
     # -- housekeeping -------------------------------------------------------
 
     def _signals(self, lease: Lease) -> list[tuple[int, Signal]]:
-        """The signals waiting for the connector, when its tasks act on them (task 0's: a source that
-        takes signals runs one task)."""
-        plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
-        if not getattr(plugin_cls, "accepts_signals", False) or lease.task_id != 0:
-            return []
-        return self._connectors.signals.pending(lease.connector)
+        """The signals waiting for this task of the connector (`task_signals`)."""
+        return task_signals(self._registry, self._connectors, lease.connector, lease.task_id)
 
     def _new_task(
-        self, lease: Lease, letters: DeadLetters | None = None, signals: tuple[Signal, ...] = ()
+        self,
+        lease: Lease,
+        letters: DeadLetters | None = None,
+        signals: tuple[Signal, ...] = (),
+        generations: Mapping[str, int] | None = None,
     ) -> SourceTask | SinkTask:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
         config = self._providers.resolve(lease.task_config)  # secrets exist only in this process
         # Checked again on what the task will use: a placeholder filled only now, or a symlink swapped
         # since create, must not get out of `file.allowed.paths` (this process's, set by runner_env).
         config = AllowedPaths.from_env().confine(plugin_cls.config_model, config)
-        task: SourceTask | SinkTask = plugin_cls.task_class(config, self._context(lease, letters, signals))
+        context = self._context(lease, letters, signals, generations)
+        task: SourceTask | SinkTask = plugin_cls.task_class(config, context)
         return task
 
     def _chain(self, lease: Lease) -> TransformChain:
@@ -530,11 +588,17 @@ class TaskRunner:
         return build_chain(self._providers.resolve(lease.connector_config), self._registry)
 
     def _context(
-        self, lease: Lease, letters: DeadLetters | None = None, signals: tuple[Signal, ...] = ()
+        self,
+        lease: Lease,
+        letters: DeadLetters | None = None,
+        signals: tuple[Signal, ...] = (),
+        generations: Mapping[str, int] | None = None,
     ) -> TaskContext:
         logger = logging.getLogger(f"connect.{lease.connector}.task-{lease.task_id}")
         errant = letters if letters is not None and letters.settings.tolerate else None
-        return TaskContext(lease.connector, lease.task_id, lease.task_count, logger, errant, signals)
+        return TaskContext(
+            lease.connector, lease.task_id, lease.task_count, logger, errant, signals, dict(generations or {})
+        )
 
     def _record_commit_time(self, run_id: int, seconds: float) -> None:
         """The commit's own time, for Kafka's offset-commit-avg-time-ms (best effort: the run stands)."""
@@ -571,6 +635,24 @@ class TaskRunner:
                 delete_path(spark, path)
             except Exception:  # the next run of the task deletes it instead
                 log.warning("could not delete staged path %s", path, exc_info=True)
+
+
+def task_signals(
+    registry: PluginRegistry, connectors: ConnectorStore, connector: str, task_id: int
+) -> list[tuple[int, Signal]]:
+    """The signals waiting for task `task_id` of `connector` (row id, signal), oldest first: those its
+    connector routes to it (`SourceConnector.signal_task`: task 0, or the task reading the table a
+    signal names), when the connector acts on signals. The runner's and the pre-check's one rule."""
+    info = connectors.get(connector)
+    plugin_cls: Any = registry.resolve(info.connector_class).cls
+    if not getattr(plugin_cls, "accepts_signals", False):
+        return []
+    pending = connectors.signals.pending(connector)
+    if not pending:
+        return []
+    plugin = plugin_cls()
+    config = connector_config_model(plugin_cls).model_validate(info.config)
+    return [(i, signal) for i, signal in pending if plugin.signal_task(config, info.tasks, signal) == task_id]
 
 
 def error_kind(exc: BaseException) -> str:

@@ -26,6 +26,9 @@ ApplyAction = Literal["created", "updated", "unchanged"]
 
 #: Rounds of replace-then-create a PUT makes while concurrent creates and deletes of its name race it.
 _PUT_ATTEMPTS = 5
+#: How a re-read's rows replace a sink's (`connect resync --mode`), and the longest table name taken.
+RESYNC_MODES = ("retain", "replace")
+_MAX_TABLE = 300
 
 
 class _Unchanged(Exception):
@@ -236,6 +239,47 @@ class ConnectorChanges(ConnectorReads):
         self._wrote()
         self._maybe_trigger(name)
         return {"name": name, "id": shown_id, "type": signal_type}
+
+    def resync(self, name: str, table: str, mode: str = "retain") -> dict[str, Any]:
+        """Queue a re-read of one of the source's tables (`connect resync`; Airbyte's refresh): its rows
+        are read again from the beginning while the other tables keep their positions; under `replace`
+        the sinks swap the re-read copy in at its end. Stored as a signal (`execute-snapshot` with a
+        `resync-mode`) for the task reading the table, consumed by the commit of the run that begins
+        the re-read. ConfigError for a table or mode it cannot take; ConflictError while one of the
+        table runs or waits. With Airflow, a run starts now."""
+        info = self.rt.connectors.get(name)  # 404 for an unknown one
+        problems: dict[str, list[str]] = {}
+        if mode not in RESYNC_MODES:
+            problems["mode"] = [f"must be one of {', '.join(RESYNC_MODES)}"]
+        if not isinstance(table, str) or not 0 < len(table) <= _MAX_TABLE or not table.isprintable():
+            problems["table"] = [f"a table name of 1 to {_MAX_TABLE} printable characters"]
+        if problems:
+            raise ConfigError(
+                "the re-read is invalid: " + "; ".join(f"`{k}` {v[0]}" for k, v in problems.items()), problems
+            )
+        plugin: Any = self.rt.registry.resolve(info.connector_class).cls
+        if info.type != "source" or not getattr(plugin, "accepts_signals", False):
+            raise ConfigError(
+                f"connector `{name}` does not re-read tables (`connect resync` is for JDBC sources)",
+                {"connector": ["re-reads no tables"]},
+            )
+        model = connector_config_model(plugin).model_validate(info.config)
+        try:
+            found = plugin().check_resync(model, table, self.rt.connectors.positions(name))
+        except ConfigError as exc:
+            raise ConfigError(f"connector `{name}`: {exc}", exc.errors or {"table": [str(exc)]}) from exc
+        for _, waiting in self.rt.connectors.signals.pending(name):
+            if waiting.type == "execute-snapshot" and found in (waiting.data.get("data-collections") or []):
+                raise ConflictError(
+                    f"a re-read of `{found}` is queued already (signal {waiting.id}); wait for its run to begin it"
+                )
+        data = {"data-collections": [found], "type": "incremental", "resync-mode": mode}
+        shown_id = uuid.uuid4().hex
+        if self.rt.connectors.signals.send(name, shown_id, "execute-snapshot", data) is None:
+            raise ConflictError(f"connector `{name}` has too many signals waiting for a run: let it run first")
+        self._wrote()
+        self._maybe_trigger(name)
+        return {"name": name, "id": shown_id, "table": found, "mode": mode}
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
         """There is no long-lived connector process to restart: a restart clears FAILED task states

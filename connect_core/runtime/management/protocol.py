@@ -96,6 +96,11 @@ class Management(Protocol):
         for a signal it cannot take, ConflictError when too many wait already."""
         ...
 
+    def resync(self, name: str, table: str, mode: str = "retain") -> dict[str, Any]:
+        """Queue a re-read of one table of a JDBC source (`retain` or `replace`): `{"name", "id", "table",
+        "mode"}`. ConfigError for a table or mode it cannot take, ConflictError while one runs or waits."""
+        ...
+
     # -- offsets ---------------------------------------------------------------------------
 
     def offsets(self, name: str) -> dict[str, Any]: ...

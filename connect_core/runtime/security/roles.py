@@ -69,6 +69,7 @@ ROUTE_ROLES: Mapping[tuple[str, str], Role] = {
     ("GET", "/connectors/{connector}/schemas"): V,
     ("POST", "/connectors/{connector}/schemas/accept"): C,
     ("POST", "/connectors/{connector}/signals"): C,
+    ("POST", "/connectors/{connector}/resync"): C,
     ("PATCH", "/connectors/{connector}/offsets"): OP,
     ("DELETE", "/connectors/{connector}/offsets"): OP,
     ("GET", "/connector-plugins"): V,

@@ -407,6 +407,33 @@ class ConnectorSignalRow(Base):
     created_at: Mapped[datetime] = _now()
 
 
+class TopicResyncRow(Base):
+    """Where one re-read of a source table (`connect resync`, migration 0019) begins and ends in a topic
+    partition: offsets [begin_offset, end_offset), end_offset NULL while it runs. Recorded by the
+    source runs' commits (`runtime.topics.resyncs`); sinks read it to cut their batches there and to
+    know when a `replace` re-read is whole. `generation` numbers the topic's re-reads."""
+
+    __tablename__ = "topic_resyncs"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["topic", "partition"],
+            [TopicPartitionRow.topic, TopicPartitionRow.partition],
+            ondelete="CASCADE",
+        ),
+    )
+
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True)
+    mode: Mapped[str] = mapped_column(Text)  # replace | retain
+    connector: Mapped[str] = mapped_column(Text)
+    begin_offset: Mapped[int] = mapped_column(BigInteger)
+    end_offset: Mapped[int | None] = mapped_column(BigInteger)  # exclusive; NULL: not ended yet
+    begin_run: Mapped[int] = mapped_column(BigInteger)
+    end_run: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = _now()
+
+
 class ClusterRow(Base):
     """The metadata database's identity: one row (id 1), made by migration 0005."""
 

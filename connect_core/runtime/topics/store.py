@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.store.models import ClusterRow, TopicPartitionRow, TopicRow, TopicSegmentRow
 from connect_core.runtime.store.readers import SINK_TOPICS
+from connect_core.runtime.topics.resyncs import ResyncLog
 from connect_core.runtime.topics.schema_history import SchemaHistory
 from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
@@ -77,6 +78,8 @@ class TopicStore:
         self._cluster_id: str | None = None
         #: each topic's schema history (a run's commit records into it, in its own transaction)
         self.schemas = SchemaHistory(engine)
+        #: where re-reads of source tables begin and end in the topics (`connect resync`)
+        self.resyncs = ResyncLog(engine)
 
     def cluster_id(self) -> str:
         """This metadata database's cluster id (made once, by the migration; read once per store)."""

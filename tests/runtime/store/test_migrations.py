@@ -32,6 +32,7 @@ TABLES = {
     "topic_schemas",
     "connector_schemas",
     "connector_signals",
+    "topic_resyncs",
 }
 
 
@@ -54,7 +55,7 @@ def test_upgrade_downgrade_upgrade(empty_database_url: str) -> None:
     assert _tables(engine) == TABLES
     with engine.connect() as conn:
         assert (
-            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0018"
+            conn.execute(text(f"SELECT version_num FROM {SCHEMA}.alembic_version")).scalar() == migrate.head() == "0019"
         )
     engine.dispose()
 
