@@ -12,7 +12,7 @@ import time
 import zlib
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from connect_core.connectors._masks import ColumnMaskConfig
 from connect_core.sdk import compile_user_regex
@@ -84,6 +84,53 @@ class CdcConfig(SourceConnectorConfig, ColumnMaskConfig):
         "queries); a server that has not answered by then makes the config invalid. At most 15 s: a "
         "REST request waits on it.",
     )
+    incremental_snapshot_chunk_size: int = Field(
+        default=10_000,
+        alias="incremental.snapshot.chunk.size",
+        ge=1,
+        le=1_000_000,
+        description="Rows of an incremental snapshot's chunk (one query by primary key); a run reads chunks up to "
+        "`incremental.snapshot.max.rows.per.run` rows.",
+    )
+    incremental_snapshot_max_rows_per_run: int = Field(
+        default=200_000,
+        alias="incremental.snapshot.max.rows.per.run",
+        ge=1,
+        description="Rows of an incremental snapshot one run reads at most (with its streamed changes), so that the "
+        "stream keeps its latency while a table is re-read.",
+    )
+    signal_enabled_channels: TopicList = Field(
+        default_factory=lambda: ["rest"],
+        alias="signal.enabled.channels",
+        description="Where signals (Debezium's: execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot) "
+        "come from: `rest` (`POST /connectors/{name}/signals`, `connect snapshot`) and `source` (rows inserted "
+        "into the `signal.data.collection` table, read from the log).",
+    )
+    signal_data_collection: str | None = Field(
+        default=None,
+        alias="signal.data.collection",
+        validate_default=True,
+        description="The signal table of the `source` channel, `schema.table` (PostgreSQL) or `database.table` "
+        "(MariaDB), with Debezium's columns `id`, `type`, `data`: a row inserted there is a signal, acted on by "
+        "the run that streams it. It must be captured (in `table.include.list`); its changes go to no topic.",
+    )
+
+    @field_validator("signal_enabled_channels")
+    @classmethod
+    def _channels(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - {"rest", "source"})
+        if unknown:
+            raise ValueError(f"unknown channel(s) {', '.join(unknown)}: the channels are `rest` and `source`")
+        return value
+
+    @field_validator("signal_data_collection")
+    @classmethod
+    def _signal_table(cls, name: str | None, info: ValidationInfo) -> str | None:
+        if "source" in info.data.get("signal_enabled_channels", ()) and not name:
+            raise ValueError("`signal.enabled.channels` has `source`: name its table here")
+        if name is not None and (name.count(".") != 1 or not all(name.split(".")) or not name.isprintable()):
+            raise ValueError("must be `schema.table` (or `database.table`)")
+        return name
 
     def server(self) -> str:
         """`host:port`, as the connector reaches the server (for messages)."""
@@ -159,27 +206,6 @@ class PostgresCdcConfig(CdcConfig):
         ge=1 << 16,
         description="And at most about this many bytes of changes as the server sends them: a run's memory peaks at "
         "about 5 times this (the messages, and their events as Arrow).",
-    )
-    incremental_snapshot_chunk_size: int = Field(
-        default=10_000,
-        alias="incremental.snapshot.chunk.size",
-        ge=1,
-        le=1_000_000,
-        description="Rows of an incremental snapshot's chunk (one query by primary key); a run reads chunks up to "
-        "`incremental.snapshot.max.rows.per.run` rows.",
-    )
-    incremental_snapshot_max_rows_per_run: int = Field(
-        default=200_000,
-        alias="incremental.snapshot.max.rows.per.run",
-        ge=1,
-        description="Rows of an incremental snapshot one run reads at most (with its streamed changes), so that the "
-        "stream keeps its latency while a table is re-read.",
-    )
-    signal_enabled_channels: TopicList = Field(
-        default_factory=lambda: ["rest"],
-        alias="signal.enabled.channels",
-        description="Where signals (Debezium's: execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot) "
-        "come from: `rest` (`POST /connectors/{name}/signals`, `connect snapshot`).",
     )
     heartbeat_interval_ms: int = Field(
         default=60_000,

@@ -262,3 +262,55 @@ def test_values_keep_their_output_form_in_both_snapshots(
     LocalManagement(runtime).send_signal("cdc", None, "execute-snapshot", {"data-collections": ["public.flags"]})
     _sync(runner)
     assert target.rows(query) == expected  # the incremental one
+
+
+def test_a_signal_row_inserted_at_the_source_starts_a_snapshot(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+) -> None:
+    """Debezium's `source` channel: a row of the signal table, streamed from the log, is the signal;
+    the table's changes go to no topic, and a malformed row is skipped without failing the run."""
+    pg_db.execute("CREATE TABLE debezium_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data text)")
+    runner = _pipeline(
+        pg_db,
+        runtime,
+        target,
+        **{
+            "table.include.list": "public.items,public.debezium_signal",
+            "signal.enabled.channels": "source",
+            "signal.data.collection": "public.debezium_signal",
+        },
+    )
+    _sync(runner)
+    target.execute("DELETE FROM items WHERE id > 50")
+    pg_db.execute(
+        "INSERT INTO debezium_signal VALUES ('bad-1', 'execute-snapshot', '{not json')",
+        "INSERT INTO debezium_signal VALUES ('bad-2', 'explode', '{}')",
+        """INSERT INTO debezium_signal VALUES ('s-1', 'execute-snapshot',
+           '{"data-collections": ["public.items"], "type": "incremental"}')""",
+    )
+    _sync(runner)  # streams the signal: the snapshot is queued with this run's position
+    progress = _progress(runtime)
+    assert progress is not None and progress["table"] == "public.items"
+    _converge(runtime, runner, pg_db, target)
+    topics = runtime.topics.topics()
+    assert "srv.public.debezium_signal" not in topics  # signals are no data
+    with pytest.raises(ConfigError, match="signal.enabled.channels"):
+        LocalManagement(runtime).send_signal("cdc", None, "pause-snapshot", {})  # `rest` is not enabled
+
+
+def test_a_signal_table_that_is_not_captured_fails_the_run_with_the_fix(
+    pg_db: PgServer,
+    runtime: Runtime,
+    target: Database,  # noqa: F811
+) -> None:
+    runner = _pipeline(
+        pg_db,
+        runtime,
+        target,
+        **{"signal.enabled.channels": "rest,source", "signal.data.collection": "public.debezium_signal"},
+    )
+    result = runner.run("cdc", 0)
+    assert result.state == "FAILED"
+    assert "signal table `public.debezium_signal` is not captured" in result.message

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
+from connect_core.connectors.cdc._signal_table import SOURCE_CHANNEL, signals_of
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import records_of, topic_for
@@ -62,13 +63,14 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         names = _server.Names.of(cfg, self.context.connector, committed)
         with _server.connect(cfg) as conn:
             tables = _server.captured_tables(conn, cfg)
+            signal_table = _signal_table(cfg, tables)
             partitions = _server.partitions(conn, tables)
             _server.ensure_publication(conn, cfg, names.publication, tables, bool(partitions))
             slot = _server.slot(conn, names.slot)
             if committed is None:
                 if slot is not None:
                     self._left_slot(conn, names, slot)
-                return self._first_run(spark, cfg, names, tables, partition)
+                return self._first_run(spark, cfg, names, [t for t in tables if t.qualified != signal_table], partition)
             if cfg.snapshot_mode == "initial_only":
                 return SourceBatch.empty()
             if slot is None:
@@ -78,9 +80,10 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
                     f"{pgoutput.format_lsn(int(committed['lsn']))} are lost to it. To start over with a new snapshot: "
                     "stop the connector, reset its offsets (`connect offsets reset NAME`), resume it"
                 )
-            by_name = {t.qualified: t for t in tables}
+            by_name = {t.qualified: t for t in tables if t.qualified != signal_table}
+            keys = {name: list(t.key) for name, t in by_name.items()}
             before = committed.get(_incremental.STATE)
-            progress = _incremental.apply_signals(before, self.context.signals, _keys(tables), self.log)
+            progress = _incremental.apply_signals(before, self.context.signals, keys, self.log)
             chunk = self._chunk(cfg, by_name, progress)
             if chunk is not None:
                 faults.checkpoint("mid_source")  # a chunk read, the WAL end not yet: nothing of the run is kept
@@ -108,6 +111,11 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             if merged is not None:
                 events[topic] = merged
             progress = chunk.progress
+        if signal_table is not None:  # the `source` channel: acted on after this run's chunk, from the next one
+            schema, name = signal_table.split(".", 1)
+            signalled = events.pop(topic_for(cfg.topic_prefix, schema, name), None)
+            if signalled is not None:
+                progress = _incremental.apply_signals(progress, signals_of(signalled, self.log), keys, self.log)
         records = {topic: records_of(spark, t, masks) for topic, t in events.items() if t.num_rows}
         offset: dict[str, Any] = {"lsn": lsn, "snapshot": "done", **names.recorded()}
         if progress is not None:
@@ -198,6 +206,21 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         if progress is not None:
             offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),))
+
+
+def _signal_table(cfg: PostgresCdcConfig, tables: list[_server.Table]) -> str | None:
+    """The `source` channel's signal table (`schema.table`), which must be captured: its inserts are
+    streamed as any captured change (None: the channel is off)."""
+    if SOURCE_CHANNEL not in cfg.signal_enabled_channels or not cfg.signal_data_collection:
+        return None
+    if not any(t.qualified == cfg.signal_data_collection for t in tables):
+        raise ConfigError(
+            f"signal table `{cfg.signal_data_collection}` is not captured: create it (Debezium's columns: id "
+            "varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048)) and add it to "
+            "`table.include.list`",
+            {"signal.data.collection": ["not a captured table"]},
+        )
+    return cfg.signal_data_collection
 
 
 def _keys(tables: list[_server.Table]) -> dict[str, list[str]]:
