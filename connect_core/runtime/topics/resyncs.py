@@ -276,7 +276,8 @@ def _owed_end(found: Sequence[ReRead], offset: int, told: int) -> ReRead | None:
 
 def told_of(metadata: Mapping[str, Any] | None) -> dict[TopicPartition, int]:
     """`TOLD` of a sink's committed offset metadata."""
-    found = (metadata or {}).get(TOLD)
+    metadata = metadata or {}
+    found = metadata.get(TOLD)  # the sink's offset metadata, not a config
     out: dict[TopicPartition, int] = {}
     if isinstance(found, Mapping):
         for topic, parts in found.items():

@@ -296,7 +296,7 @@ def test_a_signal_row_inserted_at_the_source_starts_a_snapshot(
     _converge(runtime, runner, pg_db, target)
     topics = runtime.topics.topics()
     assert "srv.public.debezium_signal" not in topics  # signals are no data
-    with pytest.raises(ConfigError, match="signal.enabled.channels"):
+    with pytest.raises(ConfigError, match=r"signal\.enabled\.channels"):
         LocalManagement(runtime).send_signal("cdc", None, "pause-snapshot", {})  # `rest` is not enabled
 
 
