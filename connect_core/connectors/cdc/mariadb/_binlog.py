@@ -4,6 +4,7 @@ whole transactions only (about `max.batch.size` changes at most)."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +27,12 @@ class Stream:
     def __init__(self, cfg: MariaDbCdcConfig, by_name: dict[str, _server.Table], mariadb: bool) -> None:
         self.cfg, self.by_name, self.mariadb = cfg, by_name, mariadb
         self.changes: dict[str, ChangeTable] = {}
+        #: captured tables truncated in the stream read: name and where the truncate ends in the binlog
+        self.truncates: list[tuple[str, tuple[str, int]]] = []
         self._names: dict[str, tuple[str, ...]] = {}  # the column names each topic's rows came in last
         self.count = 0
+        #: whether the read stopped at `max.batch.size`, before the end it was to read to
+        self.cut_short = False
 
     def read(self, start: dict[str, Any], end: tuple[str, int]) -> dict[str, Any]:
         """Stream from `start` to `end` (or `max.batch.size`); the position past the last complete
@@ -84,6 +89,7 @@ class Stream:
                             began = (stream.log_file, stream.log_pos, event.timestamp, event.server_id)
                         continue
                     # COMMIT ends a transaction; other statements (DDL) are transactions of their own
+                    self._truncated(event, (stream.log_file, stream.log_pos))
                 elif not isinstance(event, XidEvent):
                     table = self.by_name.get(f"{event.schema}.{event.table}")
                     if table is not None:
@@ -109,7 +115,10 @@ class Stream:
                     "gtid": _server.gtid_text(state) if self.mariadb else None,
                 }
                 gtid = None
-                if _server.coordinates(position) >= _server.position_key(end) or self.count >= cfg.max_batch_size:
+                if _server.coordinates(position) >= _server.position_key(end):
+                    break
+                if self.count >= cfg.max_batch_size:
+                    self.cut_short = True
                     break
         except pymysql.err.OperationalError as exc:
             code = exc.args[0] if exc.args else None
@@ -121,6 +130,14 @@ class Stream:
         finally:
             stream.close()
         return position
+
+    def _truncated(self, event: Any, end: tuple[str, int]) -> None:
+        """Note a TRUNCATE of a captured table (not a row event: its rows are not captured, but an
+        incremental snapshot's rows read before it are gone)."""
+        default = event.schema.decode("utf-8", "replace") if isinstance(event.schema, bytes) else event.schema
+        name = truncated_table(event.query, default or "")
+        if name is not None and name in self.by_name:
+            self.truncates.append((name, end))
 
     def _source(self, table: _server.Table, gtid: str | None, began: tuple[str, int, int, int]) -> dict[str, Any]:
         file, pos, timestamp, server_id = began
@@ -159,3 +176,27 @@ class Stream:
 
 def _key_of(table: _server.Table, row: dict[str, Any] | None) -> tuple[Any, ...]:
     return tuple((row or {}).get(k) for k in table.key)
+
+
+#: `TRUNCATE [TABLE] [db.]name`, each name plain or in backquotes (linear: no nested repetition)
+_TRUNCATE = re.compile(r"TRUNCATE\s+(?:TABLE\s+)?(`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(`(?:[^`]|``)+`|[\w$]+))?", re.I)
+
+
+def truncated_table(query: str, default_db: str) -> str | None:
+    """The `db.table` a TRUNCATE statement empties (its database: the statement's, else the session's
+    default), or None for any other statement."""
+    text = query[:4096].lstrip()
+    while text.startswith("/*"):  # leading comments, skipped without a regex
+        end = text.find("*/")
+        if end < 0:
+            return None
+        text = text[end + 2 :].lstrip()
+    found = _TRUNCATE.match(text)
+    if found is None:
+        return None
+    first, second = (_unquoted(n) if n else None for n in found.groups())
+    return f"{first}.{second}" if second is not None else f"{default_db}.{first}"
+
+
+def _unquoted(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name

@@ -3,6 +3,7 @@ and their columns' Arrow types, connections, and the `source` block of an event.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -219,7 +220,9 @@ def arrow_of(data_type: str, column_type: str, precision: int | None, scale: int
         return pa.int16(), None
     if data_type == "bit":
         return pa.int64(), bits_value
-    if data_type in ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry"):
+    if data_type == "binary":  # the log drops its trailing zero bytes, a query keeps them: padded both ways
+        return pa.binary(), functools.partial(padded_bytes, _length(column_type))
+    if data_type in ("varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry"):
         return pa.binary(), bytes_value
     if data_type == "set":
         return pa.string(), set_value
@@ -238,6 +241,17 @@ def text_value(value: Any) -> Any:
 
 def bytes_value(value: Any) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value)
+
+
+def padded_bytes(length: int, value: Any) -> bytes:
+    """A BINARY(n) value at its full length, as the column holds it."""
+    return bytes_value(value).ljust(length, b"\0")
+
+
+def _length(column_type: str) -> int:
+    """The `n` of a column type `binary(n)` (1 without one, as the server's default)."""
+    inside = column_type.partition("(")[2].partition(")")[0]
+    return int(inside) if inside.isdigit() else 1
 
 
 def bits_value(value: Any) -> int:

@@ -20,6 +20,11 @@ MariaDB, and the binlog file and offset always; MariaDB runs resume by GTID, MyS
 and offset. Events go to `<topic.prefix>.<database>.<table>` in Debezium's envelope, keyed by the
 primary key; a delete is followed by a tombstone. TRUNCATE and other DDL are not row events:
 they are not captured (a truncate's rows are not deleted downstream).
+
+Signals (Debezium's `execute-snapshot`, `stop-snapshot`, `pause-snapshot`, `resume-snapshot`, over
+the `rest` channel, or rows inserted into the `signal.data.collection` table: the `source` channel,
+streamed as any change and sent to no topic) re-read tables while the stream goes on: an incremental snapshot, read-only
+(`_incremental`), its progress committed with the position.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc._deadline import Interrupts, checked_server
+from connect_core.connectors.cdc._signal_table import SOURCE_CHANNEL, signals_of
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import MariaDbCdcConfig, server_identity
-from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, topic_for
-from connect_core.connectors.cdc.mariadb import _binlog, _server
+from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, records_of, topic_for
+from connect_core.connectors.cdc.mariadb import _binlog, _incremental, _server
 from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition
 from connect_core.sdk.errors import ConfigError
+from connect_core.sdk.testing import faults
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,22 +63,70 @@ class MariaDbCdcSourceTask(CdcSourceTask[MariaDbCdcConfig]):
                 raise ConfigError("; ".join(problems), {"database.hostname": problems})
             mariadb = _server.is_mariadb(conn)
             tables = _server.captured_tables(conn, cfg)
+            signal_table = _signal_table(cfg, tables)
             if committed is None:
-                return self._first_run(spark, cfg, conn, tables, partition, mariadb)
+                data = [t for t in tables if t.qualified != signal_table]  # signals, not data: never copied
+                return self._first_run(spark, cfg, conn, data, partition, mariadb)
             if cfg.snapshot_mode == "initial_only":
                 return SourceBatch.empty()
             behind = _server.binlog_behind(conn, committed)
+            by_name = {t.qualified: t for t in tables if t.qualified != signal_table}
+            keys = _keys(list(by_name.values()))
+            before = committed.get(_incremental.STATE)
+            progress = _incremental.apply_signals(before, self.context.signals, keys, self.log)
+            progress, chunk = self._chunk(cfg, by_name, progress, mariadb)
+            if chunk is not None:
+                faults.checkpoint("mid_source")  # a chunk read, the binlog end not yet: nothing of the run is kept
+            # the high watermark, read after the chunk's snapshot: every transaction it saw is streamed by now
             end = _server.binlog_end(conn)
-        held = {"binlog_behind_bytes": behind}  # how far the committed position is behind, at the start
+        held: dict[str, Any] = {"binlog_behind_bytes": behind}  # how far the committed position is behind
         stream = _binlog.Stream(cfg, {t.qualified: t for t in tables}, mariadb)
         position = stream.read(committed, end)
+        events = {topic: changes.table() for topic, changes in stream.changes.items() if len(changes)}
+        if chunk is not None and not _incremental.streamed_past(chunk, position, stream.cut_short):
+            self.log.info(
+                "incremental snapshot of %s: the stream stopped at %s (max.batch.size), before the chunk's "
+                "snapshot: its rows are read again by the next run",
+                chunk.table.qualified,
+                _server.describe(position),
+            )
+            chunk = None  # its rows would come before changes they already hold
+        if chunk is not None:
+            streamed = events.get(topic_for(cfg.topic_prefix, chunk.table.db, chunk.table.name))
+            topic, merged = _incremental.merge(cfg, chunk, streamed, stream.truncates, mariadb, self.log)
+            if merged is not None and merged.num_rows:
+                events[topic] = merged
+            progress = chunk.progress
+        if signal_table is not None:  # the `source` channel: acted on after this run's chunk, from the next one
+            db, name = signal_table.split(".", 1)
+            signalled = events.pop(topic_for(cfg.topic_prefix, db, name), None)
+            if signalled is not None:
+                progress = _incremental.apply_signals(progress, signals_of(signalled, self.log), keys, self.log)
         masks = cfg.column_masks()
-        records = {topic: changes.records(spark, masks) for topic, changes in stream.changes.items() if len(changes)}
-        if not records and _server.coordinates(position) == _server.coordinates(committed):
+        records = {topic: records_of(spark, table, masks) for topic, table in events.items()}
+        held.update(_incremental.progress_stats(progress))
+        moved = _server.coordinates(position) != _server.coordinates(committed)
+        if not records and not moved and progress == before:
             return SourceBatch(stats=held)
         self.log.info("%d change(s) of %d table(s) up to %s", stream.count, len(records), _server.describe(position))
-        offset = {**position, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
+        where = {k: position.get(k) for k in ("file", "pos", "gtid")}  # not the committed progress `position` may hold
+        offset: dict[str, Any] = {**where, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
+        if progress is not None:  # committed with the position: a run that dies reads the same chunk again
+            offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
+
+    def _chunk(
+        self, cfg: MariaDbCdcConfig, by_name: dict[str, _server.Table], progress: dict[str, Any] | None, mariadb: bool
+    ) -> tuple[dict[str, Any] | None, _incremental.Chunk | None]:
+        """The progress past tables no longer captured, and the incremental snapshot's next rows, read
+        before the run's binlog end is (None: nothing to read)."""
+        while progress is not None and not progress.get("paused"):
+            if progress.get("table") not in by_name:  # no longer captured: the next table
+                self.log.warning("incremental snapshot: `%s` is no longer captured: skipped", progress.get("table"))
+                progress = _incremental.next_table({**progress, "table": None})
+                continue
+            return progress, _incremental.read_chunks(cfg, by_name, progress, mariadb)
+        return progress, None
 
     def log_moved_past(self, cfg: MariaDbCdcConfig, committed: Mapping[str, Any]) -> bool:
         """Binlog written since the committed position (without it: nothing to read)."""
@@ -101,7 +156,31 @@ class MariaDbCdcSourceTask(CdcSourceTask[MariaDbCdcConfig]):
             "copied" if copy else "not copied (snapshot.mode=" + cfg.snapshot_mode + ")",
         )
         offset = {**position, "snapshot": "done", "ts_ms": int(time.time() * 1000)}
+        # signals sent before the first run: what it copied needs no re-read, what it did not is queued
+        progress = _incremental.apply_signals(None, [] if copy else self.context.signals, _keys(tables), self.log)
+        if progress is not None:
+            offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),))
+
+
+def _signal_table(cfg: MariaDbCdcConfig, tables: list[_server.Table]) -> str | None:
+    """The `source` channel's signal table (`database.table`), which must be captured: its inserts are
+    streamed as any captured change (None: the channel is off)."""
+    if SOURCE_CHANNEL not in cfg.signal_enabled_channels or not cfg.signal_data_collection:
+        return None
+    if not any(t.qualified == cfg.signal_data_collection for t in tables):
+        raise ConfigError(
+            f"signal table `{cfg.signal_data_collection}` is not captured: create it (Debezium's columns: id "
+            "varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048)) and add it to "
+            "`table.include.list`",
+            {"signal.data.collection": ["not a captured table"]},
+        )
+    return cfg.signal_data_collection
+
+
+def _keys(tables: list[_server.Table]) -> dict[str, list[str]]:
+    """Each captured table's key columns, by its qualified name: what an incremental snapshot reads it by."""
+    return {t.qualified: list(t.key) for t in tables}
 
 
 def _snapshot(
@@ -170,6 +249,7 @@ class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
 
     config_model = MariaDbCdcConfig
     task_class = MariaDbCdcSourceTask
+    accepts_signals = True
     version = _server.VERSION
 
     def validate(self, config: MariaDbCdcConfig) -> dict[str, list[str]]:
