@@ -225,11 +225,19 @@ class SourceConnector(Connector[ConfigT]):
     #: Whether its tasks act on signals (`TaskContext.signals`): `POST /connectors/{name}/signals`
     #: is refused for a connector that does not.
     accepts_signals: ClassVar[bool] = False
+    #: The `execute-snapshot` options (`surrogate-key`, `additional-conditions`) its tasks act on:
+    #: a signal carrying another is refused before it is queued.
+    signal_options: ClassVar[tuple[str, ...]] = ()
 
     def signal_task(self, config: ConfigT, task_configs: Sequence[Mapping[str, Any]], signal: Signal) -> int:
         """The task that acts on `signal` (its run gets it, its commit consumes it): task 0, unless the
         connector's tasks split what they read (a JDBC source: the task reading the table it names)."""
         return 0
+
+    def check_signal(self, config: ConfigT, signal: Signal) -> None:
+        """Check `signal` (well formed already) against what the connector reads, before it is
+        queued: raise ConfigError naming every table it cannot act on and why (a 400), RetriableError
+        when the source cannot be asked in time (a 503). Default: nothing to check."""
 
     def check_resync(self, config: ConfigT, table: str, positions: Positions) -> str:
         """Whether `connect resync` may re-read `table` now: the table as the connector names it.
@@ -238,6 +246,11 @@ class SourceConnector(Connector[ConfigT]):
         from connect_core.sdk.errors import ConfigError
 
         raise ConfigError("the connector does not re-read tables (`connect resync` is for JDBC sources)")
+
+    def resync_topic(self, config: ConfigT, table: str) -> str | None:
+        """The topic a re-read of `table` (as `check_resync` names it) goes to, whose sinks are asked
+        whether they can take it (`SinkConnector.resync_problem`); None: not known from the config."""
+        return None
 
     def output_topics(self, config: ConfigT) -> list[str]:
         """Topics the connector writes, when known from its config (they become the DAG's Assets).
@@ -258,6 +271,13 @@ class SinkConnector(Connector[ConfigT]):
         removed) or reset (`None`) while it is stopped, for a sink that also keeps offsets in its
         target (as Kafka's `SinkConnector.alterOffsets`), before the runtime changes its own: make
         the target agree, or raise to refuse the change (the runtime's offsets then stay)."""
+
+    def resync_problem(self, config: ConfigT, topic: str, mode: str) -> str | None:
+        """Why this sink cannot take a re-read (`connect resync`) of `topic` in `mode` (`replace` or
+        `retain`), in words for the user (the resync is then refused with it, a 400); None when it can.
+        A `replace` swaps a copy in for the whole target: a sink refuses it where the target holds
+        other topics' rows too. It may ask the target (a connection error propagates). Default: None."""
+        return None
 
     def upkeep(self, name: str, config: ConfigT) -> Sequence[Upkeep]:
         """The table-upkeep jobs of connector `name`, in the order they run (each after the one

@@ -456,6 +456,29 @@ class JdbcSourceConnector(SourceConnector[JdbcSourceConfig]):
                     return task_id
         return 0
 
+    def check_signal(self, config: JdbcSourceConfig, signal: Signal) -> None:
+        """A signal sent over REST (not `connect resync`, which checks its own): an `execute-snapshot`
+        of tables the connector reads, re-read in `retain` mode; a JDBC source has no snapshot to
+        pause or stop, and a `replace` goes through `connect resync`, which asks the sinks first."""
+        if signal.type != "execute-snapshot":
+            raise ConfigError(
+                f"a JDBC source acts on `execute-snapshot` only (a re-read), not `{signal.type}`",
+                {"type": ["must be execute-snapshot"]},
+            )
+        if signal.data.get("resync-mode", "retain") != "retain":
+            raise ConfigError(
+                "a `replace` re-read is asked with `connect resync NAME --table T --mode replace` "
+                "(POST /connectors/{name}/resync), which checks that the sinks can take it",
+                {"data.resync-mode": ["only `retain` here"]},
+            )
+        unknown = [str(t) for t in signal.data.get("data-collections") or [] if _whitelisted(config, str(t)) is None]
+        if unknown:
+            known = ", ".join(config.table_whitelist) or "none (it reads a query)"
+            raise ConfigError(
+                f"the connector reads no table {', '.join(f'`{t}`' for t in unknown)}; it reads: {known}",
+                {"data.data-collections": [f"one of {known}"]},
+            )
+
     def check_resync(self, config: JdbcSourceConfig, table: str, positions: Positions) -> str:
         if config.query:
             raise ConfigError(
@@ -475,6 +498,9 @@ class JdbcSourceConnector(SourceConnector[JdbcSourceConfig]):
                 "wait for it to end, then ask again"
             )
         return found
+
+    def resync_topic(self, config: JdbcSourceConfig, table: str) -> str | None:
+        return config.topic_prefix + parse_identifier(table, "table")[-1]
 
     def task_configs(self, config: JdbcSourceConfig, max_tasks: int) -> list[dict[str, Any]]:
         base = config.model_dump(by_alias=True, exclude_none=True, exclude={"name", "tasks_max"})

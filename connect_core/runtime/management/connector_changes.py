@@ -11,12 +11,14 @@ from connect_core.runtime.airflow_client import AirflowClient, dag_id_for
 from connect_core.runtime.context import check_new_name
 from connect_core.runtime.management.connectors import ConnectorReads
 from connect_core.runtime.management.shapes import info_of
+from connect_core.runtime.security import mask_text
 from connect_core.runtime.store.connectors import ConnectorExistsError, ConnectorInfo
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
 from connect_core.runtime.validation import connector_config_model
+from connect_core.sdk import Signal
 from connect_core.sdk._keys import shown_key
-from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError
+from connect_core.sdk.errors import ConfigError, ConflictError, ConnectError, NotFoundError, RetriableError
 from connect_core.sdk.signals import signal_problems
 
 __all__ = ["ApplyAction", "ConnectorChanges"]
@@ -212,7 +214,9 @@ class ConnectorChanges(ConnectorReads):
         self, name: str, signal_id: str | None, signal_type: str, data: Mapping[str, Any]
     ) -> dict[str, Any]:
         """Queue a signal for the connector's next run (the `rest` channel), checked first: the
-        connector must act on signals and have the channel enabled, the signal must be well formed.
+        connector must act on signals and have the channel enabled, the signal must be well formed
+        and take only the options the connector acts on, and the connector must be able to act on it
+        (`check_signal`: a 400 naming the tables it cannot, a 503 when the source did not answer).
         With Airflow, a run starts now."""
         info = self.rt.connectors.get(name)  # 404 for an unknown one
         plugin: Any = self.rt.registry.resolve(info.connector_class).cls
@@ -224,7 +228,7 @@ class ConnectorChanges(ConnectorReads):
                 f"connector `{name}` does not take signals over REST: add `rest` to `signal.enabled.channels`",
                 {"signal.enabled.channels": ["`rest` not enabled"]},
             )
-        problems = signal_problems(signal_type, data)
+        problems = signal_problems(signal_type, data, getattr(plugin, "signal_options", ()))
         if signal_id is not None and (not isinstance(signal_id, str) or not 0 < len(signal_id) <= 200):
             problems["id"] = ["at most 200 characters"]
         if problems:
@@ -233,6 +237,8 @@ class ConnectorChanges(ConnectorReads):
             )
         check_storable([signal_id or "", dict(data)], "signal")
         shown_id = signal_id or uuid.uuid4().hex
+        # against the source itself (its tables, their keys, a filter's columns), bounded by the connector
+        plugin().check_signal(model, Signal(shown_id, signal_type, data))
         queued = self.rt.connectors.signals.send(name, shown_id, signal_type, data)
         if queued is None:
             raise ConflictError(f"connector `{name}` has too many signals waiting for a run: let it run first")
@@ -268,18 +274,44 @@ class ConnectorChanges(ConnectorReads):
             found = plugin().check_resync(model, table, self.rt.connectors.positions(name))
         except ConfigError as exc:
             raise ConfigError(f"connector `{name}`: {exc}", exc.errors or {"table": [str(exc)]}) from exc
-        for _, waiting in self.rt.connectors.signals.pending(name):
-            if waiting.type == "execute-snapshot" and found in (waiting.data.get("data-collections") or []):
-                raise ConflictError(
-                    f"a re-read of `{found}` is queued already (signal {waiting.id}); wait for its run to begin it"
-                )
+        self._check_sinks(name, plugin().resync_topic(model, found), mode)
         data = {"data-collections": [found], "type": "incremental", "resync-mode": mode}
         shown_id = uuid.uuid4().hex
-        if self.rt.connectors.signals.send(name, shown_id, "execute-snapshot", data) is None:
+        if self.rt.connectors.signals.send(name, shown_id, "execute-snapshot", data, once_for=found) is None:
             raise ConflictError(f"connector `{name}` has too many signals waiting for a run: let it run first")
         self._wrote()
         self._maybe_trigger(name)
         return {"name": name, "id": shown_id, "table": found, "mode": mode}
+
+    def _check_sinks(self, name: str, topic: str | None, mode: str) -> None:
+        """Every sink reading `topic` can take its re-read in `mode` (`SinkConnector.resync_problem`), or
+        a ConfigError naming each that cannot and why: a `replace` into a table other topics write
+        too would drop their rows, a `retain` into an insert-only table would fail on every row."""
+        if topic is None:
+            return
+        problems = []
+        for sink in self.rt.topics.users(topic).readers:
+            try:
+                info = self.rt.connectors.get(sink)
+                plugin: Any = self.rt.registry.resolve(info.connector_class).cls
+                model = connector_config_model(plugin).model_validate(info.config)
+            except (ConfigError, NotFoundError):  # deleted meanwhile, or its plugin gone: its own status says
+                continue
+            try:
+                why = plugin().resync_problem(model, topic, mode)
+            except ConnectError:
+                raise
+            except Exception as exc:  # its target did not answer: nothing is queued, ask again
+                raise RetriableError(
+                    f"sink `{sink}` could not be asked whether it can take the re-read: {mask_text(str(exc))[:300]}"
+                ) from exc
+            if why:
+                problems.append(f"sink `{sink}`: {why}")
+        if problems:
+            raise ConfigError(
+                f"connector `{name}`: a {mode} re-read of topic `{topic}` cannot be taken by " + "; ".join(problems),
+                {"mode": problems},
+            )
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any]:
         """There is no long-lived connector process to restart: a restart clears FAILED task states

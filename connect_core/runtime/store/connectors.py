@@ -28,6 +28,7 @@ from connect_core.runtime.store._connector_reads import ConnectorReads
 from connect_core.runtime.store.connector_schemas import ConnectorSchemas
 from connect_core.runtime.store.db import check_storable
 from connect_core.runtime.store.models import (
+    RESYNC_ABANDONED,
     ConnectorRow,
     ConnectorStatusRow,
     ConnectorTopicRow,
@@ -35,6 +36,8 @@ from connect_core.runtime.store.models import (
     SourcePositionRow,
     TaskConfigRow,
     TaskStatusRow,
+    TopicPartitionRow,
+    TopicResyncRow,
 )
 from connect_core.runtime.store.signals import SignalStore
 from connect_core.runtime.store.states import TARGET_STATES, ConnectorState, TargetState
@@ -194,6 +197,7 @@ class ConnectorStore(ConnectorReads):
         with self._sessions.begin() as s:
             self._lock(s, name, for_delete=True)
             s.execute(delete(ConnectorRow).where(ConnectorRow.name == name))
+            _abandon_resyncs(s, name)
 
     def set_target_state(self, name: str, state: str, reason: str | None = None) -> None:
         """Set what the connector should be doing; `reason` is shown as its status' trace (why the
@@ -269,6 +273,7 @@ class ConnectorStore(ConnectorReads):
             s.execute(delete(SinkOffsetRow).where(SinkOffsetRow.connector == name))
             ConnectorSchemas.forget(s, name)  # its next run is a first load: any shape may pass
             SignalStore.forget(s, name)  # what they asked of the positions just forgotten
+            _abandon_resyncs(s, name)
 
     def _fence(self, s: Session, name: str) -> None:
         s.execute(
@@ -328,3 +333,19 @@ def _check_storable(name: str, config: Mapping[str, Any], task_configs: Sequence
     check_storable(name, "connector name")
     check_storable(dict(config), "config")
     check_storable([dict(t) for t in task_configs], "task config")
+
+
+def _abandon_resyncs(s: Session, connector: str) -> None:
+    """End the connector's re-reads still running (`connect resync`) where their topic partitions end
+    now, as abandoned: the connector is deleted, or its positions forgotten, so their rows will never
+    end, and no sink may wait for their end for ever (their rows are ordinary writes from here on)."""
+    s.execute(
+        update(TopicResyncRow)
+        .where(
+            TopicResyncRow.connector == connector,
+            TopicResyncRow.end_offset.is_(None),
+            TopicPartitionRow.topic == TopicResyncRow.topic,
+            TopicPartitionRow.partition == TopicResyncRow.partition,
+        )
+        .values(end_offset=TopicPartitionRow.next_offset, mode=RESYNC_ABANDONED)
+    )

@@ -407,6 +407,11 @@ class ConnectorSignalRow(Base):
     created_at: Mapped[datetime] = _now()
 
 
+#: The mode of a re-read that will never end (its source's positions were reset or the source deleted
+#: midway, or another writer wrote into it): its rows are ordinary writes, no sink is told its end.
+RESYNC_ABANDONED = "abandoned"
+
+
 class TopicResyncRow(Base):
     """Where one re-read of a source table (`connect resync`, migration 0019) begins and ends in a topic
     partition: offsets [begin_offset, end_offset), end_offset NULL while it runs. Recorded by the
@@ -425,7 +430,7 @@ class TopicResyncRow(Base):
     topic: Mapped[str] = mapped_column(Text, primary_key=True)
     partition: Mapped[int] = mapped_column(Integer, primary_key=True)
     generation: Mapped[int] = mapped_column(Integer, primary_key=True)
-    mode: Mapped[str] = mapped_column(Text)  # replace | retain
+    mode: Mapped[str] = mapped_column(Text)  # replace | retain | RESYNC_ABANDONED
     connector: Mapped[str] = mapped_column(Text)
     begin_offset: Mapped[int] = mapped_column(BigInteger)
     end_offset: Mapped[int | None] = mapped_column(BigInteger)  # exclusive; NULL: not ended yet

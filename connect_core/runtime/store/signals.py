@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from connect_core.runtime.store.models import ConnectorSignalRow
 from connect_core.sdk.connector import Signal
+from connect_core.sdk.errors import ConflictError
 
 __all__ = ["MAX_PENDING", "SignalStore"]
 
@@ -24,10 +25,27 @@ class SignalStore:
     def __init__(self, engine: Engine) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
-    def send(self, connector: str, signal_id: str, kind: str, data: Mapping[str, Any]) -> int | None:
-        """Queue a signal for `connector`'s next run: its row id, or None when `MAX_PENDING` wait already."""
+    def send(
+        self, connector: str, signal_id: str, kind: str, data: Mapping[str, Any], *, once_for: str | None = None
+    ) -> int | None:
+        """Queue a signal for `connector`'s next run: its row id, or None when `MAX_PENDING` wait already.
+        With `once_for` (a table), ConflictError when a waiting `execute-snapshot` names that table
+        already: checked under the same lock as the queueing, so two senders at once queue one."""
         with self._sessions.begin() as s:
             s.execute(select(func.pg_advisory_xact_lock(func.hashtext("signals:" + connector))))
+            if once_for is not None:
+                for waiting in s.scalars(
+                    select(ConnectorSignalRow).where(
+                        ConnectorSignalRow.connector == connector,
+                        ConnectorSignalRow.consumed_run.is_(None),
+                        ConnectorSignalRow.type == "execute-snapshot",
+                    )
+                ):
+                    if once_for in ((waiting.data or {}).get("data-collections") or []):
+                        raise ConflictError(
+                            f"a re-read of `{once_for}` is queued already (signal {waiting.signal_id}): "
+                            "wait for its run to begin it"
+                        )
             waiting = s.scalar(
                 select(func.count())
                 .select_from(ConnectorSignalRow)

@@ -25,7 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from sqlalchemy import Engine, func, select, tuple_
 from sqlalchemy.orm import Session, sessionmaker
 
-from connect_core.runtime.store.models import TopicPartitionRow, TopicResyncRow
+from connect_core.runtime.store.models import RESYNC_ABANDONED, TopicPartitionRow, TopicResyncRow
 from connect_core.sdk.errors import RetriableError
 from connect_core.sdk.records import Resync, TopicPartition
 
@@ -53,9 +53,10 @@ log = logging.getLogger(__name__)
 #: The key of a sink's committed offset metadata holding `{topic: {partition: generation}}`: the last
 #: `replace` re-read whose end the sink was told (and, its run committed, swapped in).
 TOLD = "connect.resyncs.told"
-#: The mode a re-read gets when a newer one of its partition began before it ended (its source's
-#: positions were reset midway): its rows are then ordinary writes, and no sink is told its end.
-ABANDONED = "abandoned"
+#: The mode a re-read gets when it will never end: a newer one of its partition began before it ended
+#: (its source's positions were reset midway), its source was deleted or its positions forgotten, or
+#: another connector wrote into its partition. Its rows are then ordinary writes; no sink is told its end.
+ABANDONED = RESYNC_ABANDONED
 
 
 @dataclass(frozen=True)
@@ -135,15 +136,13 @@ class ResyncLog:
                 .where(
                     TopicResyncRow.topic == seg.topic,
                     TopicResyncRow.partition == seg.partition,
-                    TopicResyncRow.connector == connector,
                     TopicResyncRow.end_offset.is_(None),
                 )
                 .with_for_update()
             ).one_or_none()
             if dropped is not None:
-                log.warning(
-                    "re-read %s of topic %s was dropped by its source; abandoned", dropped.generation, seg.topic
-                )
+                why = "dropped by its source" if dropped.connector == connector else f"written into by `{connector}`"
+                log.warning("re-read %s of topic %s was %s; abandoned", dropped.generation, seg.topic, why)
                 dropped.end_offset, dropped.end_run, dropped.mode = seg.start_offset, run_id, ABANDONED
         for tp, mark in sorted(marks.items()):
             mine = [seg for seg in segments if seg.topic == tp.topic and seg.partition == tp.partition]

@@ -3,7 +3,7 @@
 The runner calls `checkpoint` at the moments whose crash safety the tests
 prove: `before_stage` (read, nothing written), `after_stage` (output staged or the sink's
 target written), `before_commit`, `after_commit`; sinks call `mid_sink` half-way through
-writing their target, and the PostgreSQL CDC source `mid_source` when it has read an incremental
+writing their target, and the CDC sources `mid_source` when they have read an incremental
 snapshot's chunk and not yet its WAL. Unset, it does nothing.
 """
 

@@ -5,10 +5,13 @@ table, read by the same source, keeps its position and its rows. Under `retain` 
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.management.local import LocalManagement
+from connect_core.sdk.errors import ConflictError
 from tests.conftest import make_runner
 from tests.connectors.jdbc_helpers import (  # noqa: F401  (fixtures)
     Database,
@@ -106,3 +109,49 @@ def test_a_retain_re_read_upserts_and_keeps_the_rows_deleted_since(
         synced(runner, "src", "sink")
     rows = dict(target.rows(_A))
     assert rows[3] == "changed" and rows[2] == "a2" and len(rows) == 12
+
+
+def test_a_source_deleted_mid_re_read_leaves_no_sink_waiting(
+    runtime: Runtime,
+    spark: Any,
+    postgres: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+) -> None:
+    """The re-read can never end: it is abandoned with its source, and a new source writing the
+    topic streams into the target, not into a copy no swap will ever bring in."""
+    runner = _pipeline(runtime, spark, postgres, target)
+    LocalManagement(runtime).resync("src", "a", "replace")
+    synced(runner, "src")  # the re-read begins
+    config = runtime.connectors.get("src").config
+    LocalManagement(runtime).delete("src")
+    (found,) = runtime.topics.resyncs.all("p_a")
+    assert found.mode == "abandoned" and found.end is not None
+    runtime.create_connector("src2", config)
+    postgres.execute("INSERT INTO a VALUES (13, 'a13')")
+    for _ in range(4):
+        synced(runner, "src2", "sink")
+    assert target.rows(_A)[-1] == (13, "a13")
+
+
+def test_two_admins_asking_at_once_queue_one_re_read(
+    runtime: Runtime,
+    spark: Any,
+    postgres: Database,  # noqa: F811
+    target: Database,  # noqa: F811
+) -> None:
+    _pipeline(runtime, spark, postgres, target)
+    manage = LocalManagement(runtime)
+    barrier = threading.Barrier(4)
+
+    def ask(mode: str) -> str:
+        barrier.wait()
+        try:
+            manage.resync("src", "a", mode)
+            return "queued"
+        except ConflictError:
+            return "conflict"
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = sorted(pool.map(ask, ["replace", "retain", "replace", "retain"]))
+    assert answers == ["conflict", "conflict", "conflict", "queued"]
+    assert len(runtime.connectors.signals.pending("src")) == 1

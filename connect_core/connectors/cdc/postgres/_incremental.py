@@ -34,6 +34,7 @@ from connect_core.connectors.cdc._incremental import STATE, apply_signals, next_
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, topic_for
 from connect_core.connectors.cdc.postgres import _server
+from connect_core.connectors.cdc.postgres._filter import RefusedFilter, checked_filter
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,13 +50,19 @@ class Chunk:
     rows: list[tuple[Any, ...]]
     snapshot: tuple[int, int, frozenset[int]]  # xmin, xmax, xip (64-bit)
     progress: dict[str, Any] | None  # after these rows: the next run's
+    #: The `surrogate-key` a table without a primary key is read by: what tells its chunk rows from
+    #: the stream's changes (None: the primary key, the events' own key).
+    by: str | None = None
+    #: Why the table was given up (logged by the caller; None: it was read).
+    skipped: str | None = None
 
 
 def read_chunks(
     cfg: PostgresCdcConfig, tables: Mapping[str, _server.Table], progress: dict[str, Any], limit: int
 ) -> Chunk | None:
-    """The next rows of the current table (up to `limit`), read in one read-only snapshot; None when
-    the snapshot is paused or its table is gone (then the progress moves on)."""
+    """The next rows of the current table (up to `limit`), read in one read-only snapshot, in the
+    order of its key (its `surrogate-key` when the signal named one), only those its filter keeps;
+    None when the snapshot is paused or its table is gone (then the progress moves on)."""
     import psycopg2
 
     if progress.get("paused"):
@@ -63,21 +70,32 @@ def read_chunks(
     table = tables.get(str(progress["table"]))
     if table is None:  # no longer captured: the next one
         return None
-    chunk_size = cfg.incremental_snapshot_chunk_size
-    key = [c for name in table.key for c in table.columns if c.name == name]
-    if not key:  # its primary key dropped since the snapshot began: no order to read it in, the next table
-        return Chunk(table, [], (0, 0, frozenset()), next_table({**progress, "table": None}))
+    asked = dict((progress.get("options") or {}).get(table.qualified) or {})
+    surrogate = asked.get("surrogate-key")
+    key_names = [surrogate] if surrogate else list(table.key)
+    key = [c for name in key_names for c in table.columns if c.name == name]
+    if len(key) != len(key_names) or not key:
+        # its key (or surrogate column) dropped since the snapshot began: no order to read it in
+        return _given_up(table, progress, "its key columns are gone")
+    try:  # checked when the signal was taken; again here, as what runs must be the checked form
+        condition = checked_filter(asked["filter"], [c.name for c in table.columns]) if "filter" in asked else None
+    except RefusedFilter as exc:
+        return _given_up(table, progress, f"its filter {exc}")
     name = f"{_server.quote(table.schema)}.{_server.quote(table.name)}"
     # each value as pgoutput streams it (`output_text`): what the stream's events are compared with
     columns = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=True) for c in table.columns)
     # qualified: `ORDER BY "id"` would sort by the output column `"id"::text`, as text
     keys = ", ".join(f"s.{_server.quote(c.name)}" for c in key)
+    # the filter names the columns unqualified (the query reads one table); `%` doubled for psycopg2
+    where = f" AND ({condition.replace('%', '%%')})" if condition else ""
     conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)
     try:
         conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
         with conn.cursor() as cur:
             cur.execute("SELECT pg_current_snapshot()::text")  # the first statement: the transaction's snapshot
             snapshot = _parse_snapshot(cur.fetchone()[0])
+            if surrogate and not _still_unique(cur, table, surrogate):
+                return _given_up(table, progress, f"`{surrogate}` is no longer unique and NOT NULL")
             cur.execute(
                 "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
                 "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped",
@@ -86,24 +104,28 @@ def read_chunks(
             types = dict(cur.fetchall())
             cast = ", ".join(f"%s::{types[c.name]}" for c in key)
             progress = dict(progress)
-            if progress.get("key") != [c.name for c in key]:  # a first chunk, or the key changed since: from the start
-                progress.update(key=[c.name for c in key], last_key=None, max_key=None)
+            if progress.get("key") != key_names:  # a first chunk, or the key changed since: from the start
+                progress.update(key=key_names, last_key=None, max_key=None)
             if progress.get("max_key") is None:
                 newest = ", ".join(f"s.{_server.quote(c.name)} DESC" for c in key)
                 key_texts = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=False) for c in key)
-                cur.execute(f"SELECT {key_texts} FROM {name} AS s ORDER BY {newest} LIMIT 1")  # no params: `%s` as is
+                only = f" WHERE {condition}" if condition else ""
+                # no params: `%` as is
+                cur.execute(f"SELECT {key_texts} FROM {name} AS s{only} ORDER BY {newest} LIMIT 1")
                 found = cur.fetchone()
-                if found is None:  # an empty table: done
+                if found is None:  # an empty table (or none of its rows match): done
                     progress.update(table=None)
                     return Chunk(table, [], snapshot, next_table(progress))
                 progress["max_key"] = list(found)
             rows: list[tuple[Any, ...]] = []
+            positions = [i for name_ in key_names for i, c in enumerate(table.columns) if c.name == name_]
             while len(rows) < limit:
                 after = f"({keys}) > ({cast}) AND " if progress.get("last_key") is not None else ""
                 params = [*(progress.get("last_key") or []), *progress["max_key"]]
-                size = min(chunk_size, limit - len(rows))
+                size = min(cfg.incremental_snapshot_chunk_size, limit - len(rows))
                 cur.execute(
-                    f"SELECT {columns} FROM {name} AS s WHERE {after}({keys}) <= ({cast}) ORDER BY {keys} LIMIT {size}",
+                    f"SELECT {columns} FROM {name} AS s WHERE {after}({keys}) <= ({cast}){where} "
+                    f"ORDER BY {keys} LIMIT {size}",
                     params,
                 )
                 read = cur.fetchall()
@@ -113,13 +135,23 @@ def read_chunks(
                 if len(read) < size:
                     progress.update(table=None)  # read to its largest key: the next table
                     break
-                positions = [i for i, c in enumerate(table.columns) if c.name in table.key]
-                by_name = {table.columns[i].name: read[-1][i] for i in positions}
-                progress["last_key"] = [by_name[c.name] for c in key]
+                progress["last_key"] = [read[-1][i] for i in positions]
         conn.rollback()
     finally:
         conn.close()
-    return Chunk(table, rows, snapshot, next_table(progress))
+    return Chunk(table, rows, snapshot, next_table(progress), by=surrogate if not table.key else None)
+
+
+def _given_up(table: _server.Table, progress: dict[str, Any], why: str) -> Chunk:
+    """No rows: the table cannot be read (any more) as asked; the next one is current."""
+    return Chunk(table, [], (0, 0, frozenset()), next_table({**progress, "table": None}), skipped=why)
+
+
+def _still_unique(cur: Any, table: _server.Table, column: str) -> bool:
+    """Whether `column` still has a unique index over it alone and is NOT NULL (an order that
+    reaches every row exactly once)."""
+    facts = _server.key_facts(cur.connection, table.schema, table.name)
+    return facts is not None and facts.unique.get(column, False)
 
 
 def _parse_snapshot(text: str) -> tuple[int, int, frozenset[int]]:
@@ -161,7 +193,7 @@ def merge(
     for row in chunk.rows:
         changes.add_row("r", None, row, source, now)
     rows = changes.table()
-    newer = _changed_since(streamed, chunk.snapshot) if streamed is not None else set()
+    newer = _changed_since(streamed, chunk.snapshot, chunk.by) if streamed is not None else set()
     if newer is None:  # truncated after the chunk's snapshot: its rows are gone
         log.info(
             "incremental snapshot of %s: %d chunk row(s) dropped, the table was truncated since",
@@ -170,7 +202,7 @@ def merge(
         )
         return topic, streamed
     if newer:
-        keep = pa.array([tuple(k.values()) not in newer for k in rows.column("__key").to_pylist()], pa.bool_())
+        keep = pa.array([k not in newer for k in _identities(rows, chunk.by, "after")], pa.bool_())
         dropped = len(rows) - pa.compute.sum(keep).as_py()
         rows = rows.filter(keep)
         log.info(
@@ -181,20 +213,43 @@ def merge(
     return topic, pa.concat_tables([streamed, rows], promote_options="permissive")
 
 
-def _changed_since(streamed: pa.Table, snapshot: tuple[int, int, frozenset[int]]) -> set[tuple[Any, ...]] | None:
-    """The keys of streamed events whose transactions `snapshot` did not see (newer than its rows);
-    None when one of them truncated the table (every chunk row is older than that)."""
-    if "__key" not in streamed.column_names:
+def _identities(events: pa.Table, by: str | None, image: str) -> list[tuple[Any, ...] | None]:
+    """Which row each event is of: its key's values, or (`by`, a table without a key) the value of
+    column `by` in its `image` (`before` or `after`; None where the event has none)."""
+    if by is None:
+        return [tuple(k.values()) if k is not None else None for k in events.column("__key").to_pylist()]
+    values = events.column(image).combine_chunks()
+    present = values.is_valid().to_pylist()
+    return [(v,) if ok else None for v, ok in zip(values.field(by).to_pylist(), present, strict=True)]
+
+
+def _changed_since(
+    streamed: pa.Table, snapshot: tuple[int, int, frozenset[int]], by: str | None = None
+) -> set[tuple[Any, ...]] | None:
+    """The rows (as `_identities`) that streamed events whose transactions `snapshot` did not see
+    changed (newer than its rows); None when one of them truncated the table (every chunk row is older
+    than that). By `by`, a row is the one its old value (`before`: updates, deletes, whole under
+    REPLICA IDENTITY FULL) and its new one (`after`: inserts, updates) name."""
+    if by is None and "__key" not in streamed.column_names:
         return set()
     xids = streamed.column("source").combine_chunks().field("txId").to_pylist()
-    keys = streamed.column("__key").to_pylist()
     ops = streamed.column("op").to_pylist()
-    newer = set()
-    for key, xid, op in zip(keys, xids, ops, strict=True):
+    images = (
+        [_identities(streamed, by, "after")]
+        if by is None
+        else [
+            _identities(streamed, by, "before"),
+            _identities(streamed, by, "after"),
+        ]
+    )
+    newer: set[tuple[Any, ...]] = set()
+    for i, (xid, op) in enumerate(zip(xids, ops, strict=True)):
         if xid is None or _seen(xid, snapshot):
             continue
         if op == "t":
             return None
-        if key is not None:
-            newer.add(tuple(key.values()))
+        for ids in images:
+            found = ids[i]
+            if found is not None:
+                newer.add(found)
     return newer

@@ -299,3 +299,47 @@ def quote(name: str) -> str:
 
 def size_text(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MiB" if n >= 1 << 20 else f"{n} B"
+
+
+@dataclass(frozen=True)
+class KeyFacts:
+    """What an incremental snapshot needs to know of a table beyond its columns: its replica identity
+    (`d` default, `f` full, `i` an index, `n` nothing) and its columns that a valid unique index
+    covers alone, each with whether it is NOT NULL."""
+
+    replica_identity: str
+    unique: dict[str, bool]
+
+
+def key_facts(conn: Any, schema: str, name: str) -> KeyFacts | None:
+    """`schema.name`'s replica identity and single-column unique indexes (None: no such table). A
+    partial or expression index is no key: it does not make the column's values unique."""
+    with conn.cursor() as cur:
+        cur.execute(
+            """
+            SELECT c.relreplident, a.attname, a.attnotnull
+            FROM pg_class c
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1
+                 AND i.indpred IS NULL AND i.indexprs IS NULL
+            LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+            WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')
+            """,
+            (schema, name),
+        )
+        rows = cur.fetchall()
+    if not rows:
+        return None
+    unique = {column: bool(not_null) for _, column, not_null in rows if column is not None}
+    return KeyFacts(str(rows[0][0]), unique)
+
+
+def relation_exists(conn: Any, schema: str, name: str) -> bool:
+    """Whether the database has a relation (a table, a view …) `schema.name`."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s",
+            (schema, name),
+        )
+        return cur.fetchone() is not None

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
@@ -42,9 +42,10 @@ from connect_core.connectors.cdc._signal_table import SOURCE_CHANNEL, signals_of
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import records_of, topic_for
-from connect_core.connectors.cdc.postgres import _incremental, _server, _snapshot, _stream, pgoutput
-from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition
+from connect_core.connectors.cdc.postgres import _incremental, _server, _signals, _snapshot, _stream, pgoutput
+from connect_core.sdk import Positions, Signal, SourceBatch, SourceConnector, SourcePosition
 from connect_core.sdk.errors import ConfigError, FatalError, RetriableError
+from connect_core.sdk.signals import SIGNAL_OPTIONS
 from connect_core.sdk.testing import faults
 
 if TYPE_CHECKING:
@@ -83,7 +84,8 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             by_name = {t.qualified: t for t in tables if t.qualified != signal_table}
             keys = {name: list(t.key) for name, t in by_name.items()}
             before = committed.get(_incremental.STATE)
-            progress = _incremental.apply_signals(before, self.context.signals, keys, self.log)
+            options = _snapshot_options(cfg, by_name)
+            progress = _incremental.apply_signals(before, self.context.signals, keys, self.log, options)
             chunk = self._chunk(cfg, by_name, progress)
             if chunk is not None:
                 faults.checkpoint("mid_source")  # a chunk read, the WAL end not yet: nothing of the run is kept
@@ -115,7 +117,8 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             schema, name = signal_table.split(".", 1)
             signalled = events.pop(topic_for(cfg.topic_prefix, schema, name), None)
             if signalled is not None:
-                progress = _incremental.apply_signals(progress, signals_of(signalled, self.log), keys, self.log)
+                signalled_now = signals_of(signalled, self.log)
+                progress = _incremental.apply_signals(progress, signalled_now, keys, self.log, options)
         records = {topic: records_of(spark, t, masks) for topic, t in events.items() if t.num_rows}
         offset: dict[str, Any] = {"lsn": lsn, "snapshot": "done", **names.recorded()}
         if progress is not None:
@@ -146,7 +149,10 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
                 self.log.warning("incremental snapshot: `%s` is no longer captured: skipped", progress.get("table"))
                 progress = _incremental.next_table({**progress, "table": None})
                 continue
-            return _incremental.read_chunks(cfg, by_name, progress, cfg.incremental_snapshot_max_rows_per_run)
+            chunk = _incremental.read_chunks(cfg, by_name, progress, cfg.incremental_snapshot_max_rows_per_run)
+            if chunk is not None and chunk.skipped:
+                self.log.warning("incremental snapshot: `%s` skipped: %s", chunk.table.qualified, chunk.skipped)
+            return chunk
         return None
 
     def log_moved_past(self, cfg: PostgresCdcConfig, committed: Mapping[str, Any]) -> bool:
@@ -202,7 +208,9 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         )
         offset = {"lsn": lsn, "snapshot": "done", "ts_ms": int(time.time() * 1000), **names.recorded()}
         # signals sent before the first run: what it copied needs no re-read, what it did not is queued
-        progress = _incremental.apply_signals(None, [] if copy else self.context.signals, _keys(tables), self.log)
+        signals = [] if copy else self.context.signals
+        by_name = {t.qualified: t for t in tables}
+        progress = _incremental.apply_signals(None, signals, _keys(tables), self.log, _snapshot_options(cfg, by_name))
         if progress is not None:
             offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),))
@@ -223,6 +231,21 @@ def _signal_table(cfg: PostgresCdcConfig, tables: list[_server.Table]) -> str | 
     return cfg.signal_data_collection
 
 
+def _snapshot_options(
+    cfg: PostgresCdcConfig, by_name: Mapping[str, _server.Table]
+) -> Callable[[Signal, str], dict[str, Any]]:
+    """What a signal asks of a table's read (its `surrogate-key`, its filter), checked against the
+    server as `check_signal` checks it where it is sent (a `source` channel signal only here)."""
+
+    def options(signal: Signal, name: str) -> dict[str, Any]:
+        if not any(signal.data.get(k) for k in SIGNAL_OPTIONS) and by_name[name].key:
+            return {}  # a table read by its primary key, whole: nothing to ask the server
+        with _server.connect(cfg) as conn:
+            return _signals.snapshot_options(conn, cfg, by_name, name, signal.data)
+
+    return options
+
+
 def _keys(tables: list[_server.Table]) -> dict[str, list[str]]:
     """Each captured table's key columns, by its qualified name: what an incremental snapshot reads it by."""
     return {t.qualified: list(t.key) for t in tables}
@@ -238,6 +261,7 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
     config_model = PostgresCdcConfig
     task_class = PostgresCdcSourceTask
     accepts_signals = True
+    signal_options = SIGNAL_OPTIONS
     version = _server.VERSION
 
     def task_configs(self, config: PostgresCdcConfig, max_tasks: int) -> list[dict[str, Any]]:
@@ -253,6 +277,33 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
         if _placeholders(config):
             return {}
         return checked_server("PostgreSQL", config.server(), config.probe_timeout_ms, lambda cut: _probe(config, cut))
+
+    def check_signal(self, config: PostgresCdcConfig, signal: Signal) -> None:
+        """An `execute-snapshot`'s tables, checked against the server within `probe.timeout.ms` before
+        the signal is queued: each captured, with a primary key or a valid `surrogate-key`, its filter
+        a plain predicate over its columns (`_signals`). A ConfigError (400) names every table the
+        run could not act on and why; a server that cannot be reached or does not answer in time
+        is a RetriableError (503): the signal is not queued either way. Not checked while a
+        connection setting is a provider's placeholder (the run checks it)."""
+        if signal.type != "execute-snapshot" or _placeholders(config):
+            return
+
+        def check(cut: Interrupts) -> dict[str, list[str]]:
+            with _server.connect(config, cut) as conn:
+                return _signals.signal_problems(conn, config, signal.data)
+
+        try:
+            problems = within(config.probe_timeout_ms / 1000, check, "pg-cdc-signal")
+        except ProbeTimeout as exc:
+            raise RetriableError(
+                f"PostgreSQL at {config.server()} did not answer within {config.probe_timeout_ms} ms "
+                "(probe.timeout.ms): the signal is not queued; send it again once the server answers"
+            ) from exc
+        if problems:
+            raise ConfigError(
+                "the signal cannot be acted on: " + "; ".join(p for found in problems.values() for p in found),
+                problems,
+            )
 
     def claims(self, name: str, config: PostgresCdcConfig) -> dict[str, str]:
         """The slot (a server's, whatever the database) and a publication the connector creates or
