@@ -239,7 +239,8 @@ class ConnectorChanges(ConnectorReads):
         shown_id = signal_id or uuid.uuid4().hex
         # against the source itself (its tables, their keys, a filter's columns), bounded by the connector
         plugin().check_signal(model, Signal(shown_id, signal_type, data))
-        queued = self.rt.connectors.signals.send(name, shown_id, signal_type, data)
+        parts = _parts_by_task(plugin(), model, info.tasks, Signal(shown_id, signal_type, data))
+        queued = self.rt.connectors.signals.send(name, shown_id, signal_type, data, parts=parts)
         if queued is None:
             raise ConflictError(f"connector `{name}` has too many signals waiting for a run: let it run first")
         self._wrote()
@@ -373,3 +374,19 @@ def _changed_keys(current: Mapping[str, Any], new: Mapping[str, Any]) -> list[st
     two that differ only there are listed once); `name` is not config (it is the connector's)."""
     keys = (set(current) | set(new)) - {"name"}
     return sorted({shown_key(k) for k in keys if k not in current or k not in new or current[k] != new[k]})
+
+
+def _parts_by_task(plugin: Any, model: Any, tasks: Sequence[Mapping[str, Any]], signal: Signal) -> list[dict[str, Any]]:
+    """A signal whose tables different tasks read, as one part per task (each naming that task's
+    tables; `SourceConnector.signal_task` routes it): a task acts on the tables it reads, and its
+    commit consumes only its part. Empty: the signal goes whole to one task."""
+    tables = [str(t) for t in signal.data.get("data-collections") or []]
+    if len(tables) < 2 or len(tasks) < 2:
+        return []
+    by_task: dict[int, list[str]] = {}
+    for table in tables:
+        one = Signal(signal.id, signal.type, {**signal.data, "data-collections": [table]})
+        by_task.setdefault(plugin.signal_task(model, tasks, one), []).append(table)
+    if len(by_task) < 2:
+        return []
+    return [{**signal.data, "data-collections": names} for names in by_task.values()]

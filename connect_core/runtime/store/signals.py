@@ -26,11 +26,20 @@ class SignalStore:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def send(
-        self, connector: str, signal_id: str, kind: str, data: Mapping[str, Any], *, once_for: str | None = None
+        self,
+        connector: str,
+        signal_id: str,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        once_for: str | None = None,
+        parts: Sequence[Mapping[str, Any]] = (),
     ) -> int | None:
         """Queue a signal for `connector`'s next run: its row id, or None when `MAX_PENDING` wait already.
         With `once_for` (a table), ConflictError when a waiting `execute-snapshot` names that table
-        already: checked under the same lock as the queueing, so two senders at once queue one."""
+        already: checked under the same lock as the queueing, so two senders at once queue one. With
+        `parts`, the signal is queued as one row per part (each its own data, for the task it goes
+        to), all or none."""
         with self._sessions.begin() as s:
             s.execute(select(func.pg_advisory_xact_lock(func.hashtext("signals:" + connector))))
             if once_for is not None:
@@ -51,12 +60,15 @@ class SignalStore:
                 .select_from(ConnectorSignalRow)
                 .where(ConnectorSignalRow.connector == connector, ConnectorSignalRow.consumed_run.is_(None))
             )
-            if (waiting or 0) >= MAX_PENDING:
+            rows = [
+                ConnectorSignalRow(connector=connector, signal_id=signal_id, type=kind, data=dict(d)) for d in parts
+            ]
+            rows = rows or [ConnectorSignalRow(connector=connector, signal_id=signal_id, type=kind, data=dict(data))]
+            if (waiting or 0) + len(rows) > MAX_PENDING:
                 return None
-            row = ConnectorSignalRow(connector=connector, signal_id=signal_id, type=kind, data=dict(data))
-            s.add(row)
+            s.add_all(rows)
             s.flush()
-            return row.id
+            return rows[0].id
 
     def pending(self, connector: str) -> list[tuple[int, Signal]]:
         """The connector's signals no commit consumed yet, oldest first: (row id, signal)."""

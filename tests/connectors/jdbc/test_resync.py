@@ -208,6 +208,33 @@ def test_the_signal_goes_to_the_task_reading_the_table(runtime: Runtime, pipelin
     assert [r.begin for r in runtime.topics.resyncs.all("p_b")] == [0]
 
 
+def test_a_signal_naming_tables_of_two_tasks_reaches_both(runtime: Runtime, pipeline: TaskRunner) -> None:
+    manage = LocalManagement(runtime)
+    manage.patch_config("src", {"tasks.max": 2})  # a, c on task 0; b on task 1
+    manage.send_signal("src", "both", "execute-snapshot", {"data-collections": ["a", "b"]})
+    waiting = sorted(s.data["data-collections"] for _, s in runtime.connectors.signals.pending("src"))
+    assert waiting == [["a"], ["b"]]  # a part for each task, consumed by its own commit
+    for task in (0, 1):
+        result = pipeline.run("src", task)
+        assert result.state == "SUCCEEDED", result.message
+    assert runtime.connectors.signals.pending("src") == []
+    assert [r.generation for r in runtime.topics.resyncs.all("p_a")] == [1]
+    assert [r.generation for r in runtime.topics.resyncs.all("p_b")] == [1]
+
+
+def test_signals_a_jdbc_source_cannot_act_on_are_refused(runtime: Runtime, pipeline: TaskRunner) -> None:
+    manage = LocalManagement(runtime)
+    for kind, data, key in [
+        ("pause-snapshot", {}, "type"),
+        ("execute-snapshot", {"data-collections": ["a; DROP TABLE a"]}, "data.data-collections"),
+        ("execute-snapshot", {"data-collections": ["a"], "resync-mode": "replace"}, "data.resync-mode"),
+    ]:
+        with pytest.raises(ConfigError) as refused:
+            manage.send_signal("src", None, kind, data)
+        assert key in refused.value.errors, refused.value.errors
+    assert runtime.connectors.signals.pending("src") == []
+
+
 def test_requests_the_source_cannot_take_are_refused(
     runtime: Runtime,
     pipeline: TaskRunner,
