@@ -11,14 +11,17 @@ which rows are new, the layout of a topic's rows (`_staging`) and the bad rows' 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_core.connectors._resync import may_route
 from connect_core.connectors.jdbc import _staging
 from connect_core.connectors.jdbc.config import JdbcSinkConfig
 from connect_core.connectors.jdbc.dialects import dialect_for, lineage_datasets
 from connect_core.connectors.jdbc.targets import BadRow, target_for
 from connect_core.sdk import ArrowRecords, ErrantRecords, LineageDataset, SinkBatch, SinkConnector, SinkTask
+from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import CommittedOffset, TopicPartition
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ class JdbcSinkTask(SinkTask):
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
         from pyspark.sql import functions as F
 
+        self._refuse_merged(batch)
         written = 0
         replaced = set()
         for topic in batch.read_topics():
@@ -74,13 +78,42 @@ class JdbcSinkTask(SinkTask):
                 self._swap_in(batch, topic)
         return {"rows_written": written}
 
+    def _refuse_merged(self, batch: SinkBatch) -> None:
+        """A ConfigError, before anything is written, when a `replace` re-read's table also holds
+        other topics' rows, by the config or in this batch: the swap would drop them."""
+        for topic in sorted(batch.replacing):
+            problem = _replace_problem(self.cfg, topic)
+            if problem is None and topic in batch.read_topics():
+                table = _staging.table_of(self.cfg, batch.destination(topic))
+                shared = [
+                    t
+                    for t in batch.read_topics()
+                    if t != topic and _staging.table_of(self.cfg, batch.destination(t)) == table
+                ]
+                if shared:
+                    problem = (
+                        f"the rows of topics {', '.join(shared)} go to table {'.'.join(table)} too, and a replace "
+                        f"re-read of `{topic}` would drop them"
+                    )
+            if problem is not None:
+                raise ConfigError(f"{problem}: re-read `{topic}` with `--mode retain`")
+
     def _swap_in(self, batch: SinkBatch, topic: str) -> None:
         """The copy `replace` re-read of `topic` wrote swapped in for its table, atomically: after
         its last rows were written (their offsets with them), so a batch given again after a kill
-        writes nothing twice and finds the table swapped, or swaps it."""
+        writes nothing twice and finds the table swapped, or swaps it. The target finds the copy it
+        entered (and its table) itself: a batch that ends a re-read with no rows carries no routes."""
         resync = batch.replacing[topic]
-        table = _staging.table_of(self.cfg, batch.destination(topic))
-        self.target.swap_in(table, topic, resync.generation)
+        known = topic in batch.routes or not may_route(self.cfg)
+        table = _staging.table_of(self.cfg, batch.destination(topic)) if known else None
+        if self.target.swap_in(table, topic, resync.generation) is None and table is None:
+            self.log.warning(
+                "%s: re-read %d ended with no rows written by this sink, and its transforms may route the topic: "
+                "its table is not known, so nothing was swapped (a re-read with no rows at all leaves the table "
+                "as it is; re-read again to empty it)",
+                topic,
+                resync.generation,
+            )
 
     def _report_again(self, topic: str, df: DataFrame, applied: dict[int, int], records: ArrowRecords | None) -> None:
         """Rows an earlier run set aside and wrote past in the target, whose run did not commit:
@@ -111,6 +144,25 @@ class JdbcSinkTask(SinkTask):
         self.context.errant.report(
             ErrantRecords(rows, [index[k][0] for k in found], [index[k][1] for k in found], stage="TASK_PUT")
         )
+
+
+def _replace_problem(cfg: JdbcSinkConfig, topic: str) -> str | None:
+    """Why a `replace` re-read of `topic` cannot swap its table: other topics' rows go there too
+    (or may: the sink cannot run a router over names). None for one topic, or `${topic}` tables."""
+    others = [t for t in cfg.topics if t != topic]
+    if not others:
+        return None
+    if "${topic}" not in cfg.table_name_format:
+        return (
+            f"`table.name.format` `{cfg.table_name_format}` writes topics {', '.join(cfg.topics)} into one table, "
+            f"and a replace re-read of `{topic}` would drop the other topics' rows"
+        )
+    if may_route(cfg):
+        return (
+            f"the sink's transforms may route topics {', '.join(cfg.topics)} into one table, and a replace "
+            f"re-read of `{topic}` would drop the other topics' rows"
+        )
+    return None
 
 
 def _picker(index: Mapping[tuple[int, int], Any]) -> Any:
@@ -152,6 +204,37 @@ class JdbcSinkConnector(SinkConnector[JdbcSinkConfig]):
             return []
         tables = list(dict.fromkeys(config.table_name_format.replace("${topic}", t) for t in config.topics))
         return lineage_datasets(config.connection_url, tables)
+
+    def resync_problem(self, config: JdbcSinkConfig, topic: str, mode: str) -> str | None:
+        """`replace`: refused where the topic's table may hold other topics' rows too (a
+        `table.name.format` without `${topic}`, a router, with several topics). `retain` with
+        `insert.mode=insert`: refused where the table has a key (every row is written again, each
+        a duplicate)."""
+        if mode == "replace":
+            problem = _replace_problem(config, topic)
+            return f"{problem}: re-read it with `--mode retain`" if problem else None
+        if mode != "retain" or config.insert_mode != "insert":
+            return None
+        advice = f"set `insert.mode` to `upsert`, or re-read `{topic}` with `--mode replace`"
+        if config.pk_mode != "none":
+            return (
+                f"a `retain` re-read writes every row of topic `{topic}` again, and with `insert.mode=insert` and "
+                f"`pk.mode={config.pk_mode}` each is refused as a duplicate key: {advice}"
+            )
+        if may_route(config):
+            return (
+                f"a `retain` re-read writes every row of topic `{topic}` again with `insert.mode=insert`, and the "
+                f"sink's transforms may route it to a table it cannot check for a key: {advice}"
+            )
+        table = _staging.table_of(config, topic)
+        dialect = dialect_for(config.connection_url, config.connection_user, config.connection_password)
+        target = target_for(dialect)(dialect, config, config.name or "", "", logging.getLogger(__name__))
+        if target.has_key(table):
+            return (
+                f"a `retain` re-read writes every row of topic `{topic}` again with `insert.mode=insert`, and table "
+                f"{'.'.join(table)} has a key: each row is refused as a duplicate; {advice}"
+            )
+        return None
 
     def alter_offsets(
         self, name: str, config: JdbcSinkConfig, offsets: Mapping[TopicPartition, int | None] | None

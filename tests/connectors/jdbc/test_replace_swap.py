@@ -62,6 +62,8 @@ def _tables(db: Database) -> list[str]:
     return sorted(r[0] for r in db.rows("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))
 
 
+#: The tables a target holds after a re-read: the sink's offsets and register, and the table.
+_KEPT = sorted(["connect_sink_offsets", _replace.REGISTER, TOPIC])
 OLD = [(1, "old1"), (2, "old2"), (3, "old3"), (4, "old4"), (5, "old5")]
 PART_1 = [(1, "new1"), (2, "new2"), (3, "new3")]
 PART_2 = [(4, "new4"), (6, "new6")]
@@ -79,7 +81,7 @@ def test_a_reread_is_swapped_in_at_its_end_and_every_batch_given_again_changes_n
     g1 = Resync(1, "replace", begins=True)
     _task(db).write(spark, _batch(spark, PART_1, 5, g1))
     assert _rows(db) == OLD  # the re-read's rows are in the copy, the target is untouched
-    copy = _replace.side_name(TOPIC, _replace.COPY, 1, 63)
+    copy = _replace.side_name(TOPIC, _replace.COPY, TOPIC, 1, 63)
     assert _rows(db, copy) == PART_1
     # killed after the last part's rows landed and before the swap: the rerun swaps them in
     _task(db).write(spark, _batch(spark, PART_2, 8, Resync(1, "replace")))
@@ -87,26 +89,28 @@ def test_a_reread_is_swapped_in_at_its_end_and_every_batch_given_again_changes_n
     ends = Resync(1, "replace", ends=True)
     _task(db).write(spark, _batch(spark, PART_2, 8, ends))
     assert _rows(db) == REREAD  # id 5, which the re-read no longer has, is gone
-    assert _tables(db) == sorted(["connect_sink_offsets", TOPIC])  # no copy left
+    assert _tables(db) == _KEPT  # no copy left
 
     # killed after the swap and before the runtime's commit: every batch given again, nothing changes
     _task(db).write(spark, _batch(spark, PART_1, 5, g1))
     _task(db).write(spark, _batch(spark, PART_2, 8, ends))
     assert _rows(db) == REREAD
-    assert _tables(db) == sorted(["connect_sink_offsets", TOPIC])
+    assert _tables(db) == _KEPT
 
     # rows of the topic after the re-read go to the table as ever
     _task(db).write(spark, _batch(spark, [(7, "after")], 10))
     assert _rows(db) == [*REREAD, (7, "after")]
 
-    # the next re-read: its end given alone (its rows were in earlier batches), a leftover copy of
-    # an older re-read (a kill before its swap) dropped
-    db.execute(f"CREATE TABLE {_replace.side_name(TOPIC, _replace.COPY, 1, 63)} (id int)")
-    _task(db).write(spark, _batch(spark, [(2, "g2")], 11, Resync(2, "replace", begins=True)))
+    # the next re-read: its end given alone (its rows were in earlier batches), the copy of a re-read
+    # a newer one overtook (killed before its swap) dropped, a user's table named like a copy kept
+    users = _replace.side_name(TOPIC, _replace.COPY, TOPIC, 9, 63)
+    db.execute(f"CREATE TABLE {users} (id int)")
+    _task(db).write(spark, _batch(spark, [(9, "lost")], 11, Resync(2, "replace", begins=True)))
+    _task(db).write(spark, _batch(spark, [(2, "g3")], 12, Resync(3, "replace", begins=True)))
     assert _rows(db) == [*REREAD, (7, "after")]
-    _task(db).write(spark, _batch(spark, [], 12, Resync(2, "replace", ends=True)))
-    assert _rows(db) == [(2, "g2")]
-    assert _tables(db) == sorted(["connect_sink_offsets", TOPIC])
+    _task(db).write(spark, _batch(spark, [], 13, Resync(3, "replace", ends=True)))
+    assert _rows(db) == [(2, "g3")]
+    assert _tables(db) == sorted([*_KEPT, users])
 
 
 def test_a_reread_of_no_rows_empties_the_table_and_one_into_no_table_makes_it(
@@ -174,7 +178,7 @@ def test_views_over_a_postgresql_table_are_refused_before_a_row_is_written(
     target.execute(f"CREATE VIEW item_names AS SELECT name FROM {TOPIC}")
     with pytest.raises(ConfigError, match="views item_names"):
         _task(target).write(spark, _batch(spark, PART_1, 5, Resync(1, "replace", begins=True)))
-    assert _tables(target) == sorted(["connect_sink_offsets", TOPIC])
+    assert _tables(target) == sorted(["connect_sink_offsets", TOPIC])  # nothing made, not even the register
     assert _rows(target) == OLD
 
 
@@ -206,14 +210,15 @@ def test_the_swap_keeps_grants_serials_and_index_names_of_a_postgresql_table(
 def test_side_table_names_fit_the_database_and_marks_keep_a_users_comment() -> None:
     long = "t" * 63
     for limit in (63, 64):
-        copy = _replace.side_name(long, _replace.COPY, 1234567890 - 1, limit)
-        assert len(copy) <= limit and _replace.is_side(long, copy, limit)
-        assert (
-            _replace.side_name(long, _replace.COPY, 2, limit)[:-1]
-            == _replace.side_name(long, _replace.COPY, 3, limit)[:-1]
-        )
-        assert not _replace.is_side(long, long, limit)
-    assert _replace.side_name("orders", _replace.COPY, 7, 63) == "orders__connect_resync_7"
+        copy = _replace.side_name(long, _replace.COPY, TOPIC, 1234567890 - 1, limit)
+        assert len(copy) <= limit
+        two, three = (_replace.side_name(long, _replace.COPY, TOPIC, g, limit) for g in (2, 3))
+        assert two.split(_replace.COPY)[0] == three.split(_replace.COPY)[0] and two != three
+    # two topics' copies of one table never share a name
+    assert _replace.side_name("orders", _replace.COPY, "a", 7, 63) != _replace.side_name(
+        "orders", _replace.COPY, "b", 7, 63
+    )
+    assert _replace.side_name("orders", _replace.COPY, "a", 7, 63).startswith("orders__connect_resync_7_")
     text = _replace.mark("hand-written", "a", 1)
     assert _replace.held(text, "a") == 1 and _replace.held(text, "b") is None
     again = _replace.mark(_replace.mark(text, "b", 4), "a", 2)

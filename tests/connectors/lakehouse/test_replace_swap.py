@@ -161,3 +161,53 @@ def test_an_append_only_table_holds_each_reread_row_once(spark: Any, target: Dat
         lake.write(spark, _batch(spark, PART_2, 8, Resync(1, "replace", ends=True)))
         lake.write(spark, _batch(spark, PART_2, 8, Resync(1, "replace", ends=True)))
         assert lake.rows() == REREAD
+
+
+def test_a_replace_of_one_of_the_topics_iceberg_tables_fan_in_is_refused(
+    spark: Any,
+    target: Database,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from connect_core.connectors.lakehouse.iceberg.config import IcebergSinkConfig
+    from connect_core.connectors.lakehouse.iceberg.connector import IcebergSinkConnector
+    from connect_core.sdk.errors import ConfigError
+
+    iceberg = _Iceberg(target, tmp_path, upsert=False)
+    fan_in = {**iceberg.config, "topics": f"{TOPIC},other"}
+    problem = IcebergSinkConnector().resync_problem(IcebergSinkConfig.model_validate(fan_in), TOPIC, "replace")
+    assert problem is not None and "would drop the other topics' rows" in problem
+    assert (
+        IcebergSinkConnector().resync_problem(IcebergSinkConfig.model_validate(iceberg.config), TOPIC, "replace")
+        is None
+    )
+    iceberg.config = fan_in
+    iceberg.write(spark, _batch(spark, OLD, 0))
+    with pytest.raises(ConfigError, match="re-read `items` with `--mode retain`"):
+        iceberg.write(spark, _batch(spark, PART_1, 5, Resync(1, "replace", begins=True, ends=True)))
+    assert iceberg.rows() == OLD
+
+
+def test_a_routed_delta_reread_ending_with_no_rows_never_swaps_the_raw_topics_table(
+    spark: Any,
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "lake"
+    root.mkdir()
+    router = {
+        "transforms": "r",
+        "transforms.r.type": "RegexRouter",
+        "transforms.r.regex": TOPIC,
+        "transforms.r.replacement": "items_v2",
+    }
+
+    def write(config: dict[str, Any], batch: SinkBatch) -> None:
+        task = DeltaSinkTask(config, TaskContext("sink", 0, 1, logging.getLogger("test.delta")))
+        task.open({})
+        task.write(spark, batch)
+        task.close()
+
+    raw = delta_helpers.sink_config(TOPIC, path=str(root / "${topic}"))
+    write(raw, _batch(spark, [(7, "precious")], 0))  # another table, at the raw topic's path
+    # the end of a re-read, as the runtime gives it with no rows: no routes
+    write({**raw, **router}, _batch(spark, [], 1, Resync(1, "replace", begins=True, ends=True)))
+    assert delta_helpers.read(str(root / TOPIC), ("id", "name")) == [(7, "precious")]

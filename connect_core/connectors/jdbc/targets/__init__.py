@@ -83,9 +83,16 @@ class Target(Protocol[_Dialect]):
         `table` itself when it holds that generation already (the batch is given again after the swap)."""
         ...
 
-    def swap_in(self, table: tuple[str, ...], topic: str, generation: int) -> bool:
-        """Swap the copy of re-read `generation` of `topic` in for `table` atomically, marking `table`
-        as holding it; False when there was nothing to do (it held it already: a batch given again)."""
+    def swap_in(self, table: tuple[str, ...] | None, topic: str, generation: int) -> str | None:
+        """Swap the copy of re-read `generation` of `topic` in for its target atomically, marking the
+        target as holding it: the copy the sink entered for it (whose target it names), else, when
+        the re-read had no rows at all, an empty one for `table` (None: the sink cannot tell its
+        target; nothing is swapped). The target swapped, or None when there was nothing to do (it
+        held the re-read already: a batch given again)."""
+        ...
+
+    def has_key(self, table: tuple[str, ...]) -> bool | None:
+        """Whether `table` has a primary key or a unique index (None: there is no such table)."""
         ...
 
     @classmethod

@@ -6,20 +6,34 @@ query waits for the swap's lock, then reads the table the name now names).
 
 What a rename cannot carry is refused before a row is written, naming it: views (and materialized
 views) over the target and foreign keys of other tables referencing it would be left on the old
-table, which the swap drops. The copy gets the target's columns, defaults, constraints, indexes
-and comments (`INCLUDING ALL`), its foreign keys, its table grants and its owned sequences; not its
-triggers, row-level security policies, column grants or owner (the copy's owner is the sink's user,
-as for a table the sink creates).
+table, which the swap drops; its row-level security and policies, its publications (logical
+replication of it would stop), its triggers, and partitioning or inheritance (a partitioned target
+would become a plain table, its partitions dropped) would be lost. The copy gets the target's
+columns, defaults, constraints, indexes and comments (`INCLUDING ALL`), its foreign keys, its table
+grants and its owned sequences; not its column grants or owner (the copy's owner is the sink's
+user, as for a table the sink creates). The side tables are entered in `_replace`'s register in
+the transaction that makes them, and leave it in the one that drops or swaps them in.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from connect_core.connectors.jdbc.targets._replace import COPY, base, held, is_side, mark, side_name
+from connect_core.connectors.jdbc.targets._replace import (
+    COPY,
+    REGISTER,
+    Side,
+    claim,
+    claimed,
+    copy_of,
+    held,
+    mark,
+    release,
+    side_name,
+)
 from connect_core.sdk.errors import ConfigError
 
-__all__ = ["LIMIT", "replica", "swap_in"]
+__all__ = ["LIMIT", "ensure_register", "has_key", "replica", "swap_in"]
 
 #: PostgreSQL's longest name (NAMEDATALEN - 1; the names here are ASCII).
 LIMIT = 63
@@ -65,47 +79,81 @@ def _comment(cur: Any, oid: int | None) -> str | None:
     return cur.fetchone()[0]
 
 
-def _drop_leftovers(cur: Any, where: _Where, keep: str | None) -> None:
-    """Drop the side tables of the target but `keep`: copies of older re-reads a kill -9 left."""
+def ensure_register(cur: Any) -> None:
+    """The register of the side tables the sink made (`_replace`), made on a first re-read."""
+    cur.execute(
+        f"CREATE TABLE IF NOT EXISTS {REGISTER} (side_schema text, side_name text, connector text NOT NULL, "
+        "topic text NOT NULL, generation bigint NOT NULL, target_name text NOT NULL, "
+        "PRIMARY KEY (side_schema, side_name))"
+    )
+
+
+def _drop_leftovers(cur: Any, connector: str, where: _Where, keep: str | None) -> None:
+    """Drop the side tables the sink entered for the target but `keep`: copies of older re-reads a
+    kill -9 left (never a table it did not make)."""
     from psycopg2 import sql
 
-    cur.execute(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND left(c.relname, %s) = %s",
-        (where.schema, len(base(where.name, LIMIT)), base(where.name, LIMIT)),
-    )
-    for (name,) in cur.fetchall():
-        if name != keep and is_side(where.name, name, LIMIT):
-            cur.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(where.schema, name)))
+    for side in claimed(cur, connector, where.schema, where.name):
+        if side.name != keep:
+            cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(side.schema, side.name)))
+            release(cur, side)
 
 
 def _refuse_dependents(cur: Any, where: _Where) -> None:
-    """A ConfigError naming the views and foreign keys a rename swap would leave on the old table."""
+    """A ConfigError naming what a rename swap would leave on the old table, or lose: views and
+    foreign keys over it, its row-level security, publications, triggers, partitions or inheritance."""
     if where.oid is None:
         return
-    cur.execute(
-        "SELECT DISTINCT v.oid::regclass::text FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid "
-        "JOIN pg_class v ON v.oid = r.ev_class "
-        "WHERE d.classid = 'pg_rewrite'::regclass AND d.refobjid = %s AND v.oid <> %s ORDER BY 1",
-        (where.oid, where.oid),
-    )
-    views = [r[0] for r in cur.fetchall()]
-    cur.execute(
-        "SELECT conrelid::regclass::text || ' (' || conname || ')' FROM pg_constraint "
-        "WHERE contype = 'f' AND confrelid = %s AND conrelid <> %s ORDER BY 1",
-        (where.oid, where.oid),
-    )
-    keys = [r[0] for r in cur.fetchall()]
-    if views or keys:
-        parts = ([f"views {', '.join(views)}"] if views else []) + (
-            [f"foreign keys of {', '.join(keys)}"] if keys else []
-        )
-        found = "; ".join(parts)
+    found = [f"{what} {', '.join(names)}" for what, query in _DEPENDENTS if (names := _names(cur, query, where.oid))]
+    if found:
         raise ConfigError(
             f"table {where.schema}.{where.name} cannot be replaced by a re-read: a replace swaps a new table in "
-            f"under its name, and {found} would stay on the old one. Drop them (recreate them after the re-read), "
-            "or re-read with `--mode retain`"
+            f"under its name, and {'; '.join(found)} would stay on the old one or be lost. Drop them (recreate "
+            "them after the re-read), or re-read with `--mode retain`"
         )
+
+
+def _names(cur: Any, query: str, oid: int) -> list[str]:
+    cur.execute(query, {"oid": oid})
+    return [str(r[0]) for r in cur.fetchall()]
+
+
+#: What a swap cannot carry to the new table, and how to find it on the target (`%(oid)s`).
+_DEPENDENTS = (
+    (
+        "views",
+        "SELECT DISTINCT v.oid::regclass::text FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid "
+        "JOIN pg_class v ON v.oid = r.ev_class "
+        "WHERE d.classid = 'pg_rewrite'::regclass AND d.refobjid = %(oid)s AND v.oid <> %(oid)s ORDER BY 1",
+    ),
+    (
+        "foreign keys of",
+        "SELECT conrelid::regclass::text || ' (' || conname || ')' FROM pg_constraint "
+        "WHERE contype = 'f' AND confrelid = %(oid)s AND conrelid <> %(oid)s ORDER BY 1",
+    ),
+    (
+        "row-level security (policies:",
+        "SELECT coalesce(string_agg(p.polname, ', ' ORDER BY p.polname), 'none') || ')' FROM pg_class c "
+        "LEFT JOIN pg_policy p ON p.polrelid = c.oid WHERE c.oid = %(oid)s "
+        "GROUP BY c.relrowsecurity HAVING c.relrowsecurity OR count(p.polname) > 0",
+    ),
+    (
+        "publications",
+        "SELECT p.pubname FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid "
+        "WHERE r.prrelid = %(oid)s ORDER BY 1",
+    ),
+    ("triggers", "SELECT tgname FROM pg_trigger WHERE tgrelid = %(oid)s AND NOT tgisinternal ORDER BY 1"),
+    (
+        "partitions",
+        "SELECT inhrelid::regclass::text FROM pg_inherits WHERE inhparent = %(oid)s "
+        "UNION ALL SELECT '(partitioned, none yet)' FROM pg_class WHERE oid = %(oid)s AND relkind = 'p' "
+        "AND NOT EXISTS (SELECT 1 FROM pg_inherits WHERE inhparent = %(oid)s) ORDER BY 1",
+    ),
+    (
+        "the parent table",
+        "SELECT inhparent::regclass::text FROM pg_inherits WHERE inhrelid = %(oid)s ORDER BY 1",
+    ),
+)
 
 
 def _create_copy(cur: Any, where: _Where, copy: str) -> None:
@@ -126,41 +174,59 @@ def _create_copy(cur: Any, where: _Where, copy: str) -> None:
         )
 
 
-def replica(cur: Any, table: tuple[str, ...], topic: str, generation: int, auto_create: bool) -> tuple[str, ...]:
+def replica(
+    cur: Any, connector: str, table: tuple[str, ...], topic: str, generation: int, auto_create: bool
+) -> tuple[str, ...]:
     """Where the rows of re-read `generation` of `topic` go: the target itself when it already holds
-    that generation (the batch is given again after the swap), else the copy, made on first use
-    like the target (left for the sink's write to create when there is no target yet); the copies
-    of older re-reads a kill left are dropped."""
+    that generation (the batch is given again after the swap), else the copy, entered in the
+    register and made on first use like the target (left for the sink's write to create when there
+    is no target yet); the copies of older re-reads a kill left are dropped."""
+    ensure_register(cur)
     where = _where(cur, table)
     if where.oid is not None and (held(_comment(cur, where.oid), topic) or 0) >= generation:
-        _drop_leftovers(cur, where, None)
+        _drop_leftovers(cur, connector, where, None)
         return table
     if where.oid is None and not auto_create:
         raise ConfigError(f"table {where.schema}.{where.name} does not exist: create it or set `auto.create`")
     _refuse_dependents(cur, where)
-    copy = side_name(where.name, COPY, generation, LIMIT)
-    _drop_leftovers(cur, where, copy)
-    if where.oid is not None and not _exists(cur, where.schema, copy):
+    copy = side_name(where.name, COPY, topic, generation, LIMIT)
+    _drop_leftovers(cur, connector, where, copy)
+    exists = _exists(cur, where.schema, copy)
+    claim(cur, Side(where.schema, copy, connector, topic, generation, where.name), exists)
+    if where.oid is not None and not exists:
         _create_copy(cur, where, copy)
     return (where.schema, copy)
 
 
-def swap_in(cur: Any, table: tuple[str, ...], topic: str, generation: int) -> bool:
-    """Swap the copy of re-read `generation` in for the target, in the caller's one transaction;
-    False when there is nothing to swap (the target holds it already, or neither table exists)."""
+def swap_in(cur: Any, connector: str, table: tuple[str, ...] | None, topic: str, generation: int) -> str | None:
+    """Swap the copy of re-read `generation` of `topic` in for its target, in the caller's one
+    transaction: the copy the register names (its target too), else, for `table` (None: not known),
+    an empty one, when the re-read had no rows at all. The target swapped (`schema.name`), or None
+    when there is nothing to swap (the target holds it already, neither table exists, or there is
+    no copy and `table` is not known)."""
     from psycopg2 import sql
 
+    ensure_register(cur)
+    entered = copy_of(cur, connector, topic, generation)
+    if entered is not None:
+        table = (entered.schema, entered.target)
+    if table is None:
+        return None
     where = _where(cur, table)
     comment = _comment(cur, where.oid)
     if where.oid is not None and (held(comment, topic) or 0) >= generation:
-        _drop_leftovers(cur, where, None)
-        return False
-    copy = side_name(where.name, COPY, generation, LIMIT)
+        _drop_leftovers(cur, connector, where, None)
+        return None
+    copy = side_name(where.name, COPY, topic, generation, LIMIT)
+    side = Side(where.schema, copy, connector, topic, generation, where.name)
     if not _exists(cur, where.schema, copy):
         if where.oid is None:
-            return False  # no rows were re-read into a table that never existed
+            _drop_leftovers(cur, connector, where, None)
+            return None  # no rows were re-read into a table that never existed
         _refuse_dependents(cur, where)
+        claim(cur, side, False)
         _create_copy(cur, where, copy)  # a re-read of no rows: the target ends empty
+    claim(cur, side, True)
     target, made = sql.Identifier(where.schema, where.name), sql.Identifier(where.schema, copy)
     if where.oid is not None:
         cur.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(target))
@@ -171,9 +237,10 @@ def swap_in(cur: Any, table: tuple[str, ...], topic: str, generation: int) -> bo
     if where.oid is not None:
         cur.execute(sql.SQL("DROP TABLE {}").format(target))
     cur.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(made, sql.Identifier(where.name)))
+    release(cur, side)
     _rename_indexes(cur, where, copy)
-    _drop_leftovers(cur, where, None)
-    return True
+    _drop_leftovers(cur, connector, where, None)
+    return f"{where.schema}.{where.name}"
 
 
 def _copy_grants(cur: Any, oid: int, made: Any) -> None:
@@ -236,3 +303,12 @@ def _rename_indexes(cur: Any, where: _Where, copy: str) -> None:
                     sql.Identifier(where.schema, index), sql.Identifier(wanted)
                 )
             )
+
+
+def has_key(cur: Any, table: tuple[str, ...]) -> bool | None:
+    """Whether the table has a primary key or a unique index (None: no such table)."""
+    where = _where(cur, table)
+    if where.oid is None:
+        return None
+    cur.execute("SELECT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = %s AND indisunique)", (where.oid,))
+    return bool(cur.fetchone()[0])

@@ -353,21 +353,29 @@ class MariaDbTarget:
 
     def replica(self, table: tuple[str, ...], topic: str, generation: int) -> tuple[str, ...]:
         with _transaction(self.args, self.host) as cur:
-            return _mariadb_replace.replica(cur, self.quote, table, topic, generation, self.cfg.auto_create)
+            return _mariadb_replace.replica(
+                cur, self.quote, self.connector, table, topic, generation, self.cfg.auto_create
+            )
 
-    def swap_in(self, table: tuple[str, ...], topic: str, generation: int) -> bool:
+    def swap_in(self, table: tuple[str, ...] | None, topic: str, generation: int) -> str | None:
         started = time.monotonic()
         with _transaction(self.args, self.host) as cur:
-            swapped = _mariadb_replace.swap_in(cur, self.quote, table, topic, generation)
+            swapped = _mariadb_replace.swap_in(cur, self.quote, self.connector, table, topic, generation)
         if swapped:
             self.log.info(
                 "%s: re-read %d swapped in for table %s in %.3f s",
                 topic,
                 generation,
-                self.quote(table),
+                swapped,
                 time.monotonic() - started,
             )
         return swapped
+
+    def has_key(self, table: tuple[str, ...]) -> bool | None:
+        with _transaction(self.args, self.host) as cur:
+            if not columns(cur, table):
+                return None
+            return bool(unique_columns(cur, table))
 
     @classmethod
     def alter_offsets(

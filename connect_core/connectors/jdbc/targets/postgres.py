@@ -481,21 +481,25 @@ class PostgresTarget:
 
     def replica(self, table: tuple[str, ...], topic: str, generation: int) -> tuple[str, ...]:
         with closing(self._connect()) as conn, conn, conn.cursor() as cur:
-            return _postgres_replace.replica(cur, table, topic, generation, self.cfg.auto_create)
+            return _postgres_replace.replica(cur, self.connector, table, topic, generation, self.cfg.auto_create)
 
-    def swap_in(self, table: tuple[str, ...], topic: str, generation: int) -> bool:
+    def swap_in(self, table: tuple[str, ...] | None, topic: str, generation: int) -> str | None:
         started = time.monotonic()
         with closing(self._connect()) as conn, conn, conn.cursor() as cur:
-            swapped = _postgres_replace.swap_in(cur, table, topic, generation)
+            swapped = _postgres_replace.swap_in(cur, self.connector, table, topic, generation)
         if swapped:
             self.log.info(
                 "%s: re-read %d swapped in for table %s in %.3f s",
                 topic,
                 generation,
-                ".".join(table),
+                swapped,
                 time.monotonic() - started,
             )
         return swapped
+
+    def has_key(self, table: tuple[str, ...]) -> bool | None:
+        with closing(self._connect()) as conn, conn, conn.cursor() as cur:
+            return _postgres_replace.has_key(cur, table)
 
     @classmethod
     def alter_offsets(

@@ -20,13 +20,35 @@ from typing import TYPE_CHECKING
 from connect_core.connectors.lakehouse.delta import _offsets
 from connect_core.connectors.lakehouse.delta._tables import Location
 from connect_core.connectors.lakehouse.delta._write import _committing
+from connect_core.connectors.lakehouse.delta.config import TOPIC
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
 
-__all__ = ["held", "replica", "swap_in"]
+    from connect_core.connectors.lakehouse.delta.config import DeltaSinkConfig
+
+__all__ = ["held", "problem", "replica", "swap_in"]
 
 _COPY = "_connect_resync_"
+
+
+def problem(cfg: DeltaSinkConfig, topic: str, routes: bool) -> str | None:
+    """Why a `replace` re-read of `topic` cannot swap its table: other topics' rows go there too, or
+    may (`routes`: the sink's transforms may rename topics, which a sink cannot run over names)."""
+    others = [t for t in cfg.topics if t != topic]
+    if not others:
+        return None
+    if TOPIC not in cfg.location:
+        return (
+            f"the table {cfg.location} takes the rows of topics {', '.join(cfg.topics)}, and a replace re-read of "
+            f"`{topic}` would drop the other topics' rows"
+        )
+    if routes:
+        return (
+            f"the sink's transforms may route topics {', '.join(cfg.topics)} into one table, and a replace re-read "
+            f"of `{topic}` would drop the other topics' rows"
+        )
+    return None
 
 
 def _app_id(connector: str, topic: str) -> str:

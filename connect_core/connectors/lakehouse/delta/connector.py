@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from connect_core.connectors._resync import may_route
 from connect_core.connectors.lakehouse import _changes, _spread
 from connect_core.connectors.lakehouse._upkeep import each_table
 from connect_core.connectors.lakehouse.delta import _offsets, _replace, _schema, _upkeep, _write
@@ -50,6 +51,7 @@ class DeltaSinkTask(SinkTask):
         return None
 
     def write(self, spark: SparkSession, batch: SinkBatch) -> Mapping[str, Any] | None:
+        self._refuse_merged(batch)
         written = deleted = 0
         self.changes = batch.schema_changes  # topic → how its columns changed (`schema.propagation`)
         #: table URI → its version after this run's commits, and the data files and bytes they added
@@ -85,10 +87,36 @@ class DeltaSinkTask(SinkTask):
             return where
         return _replace.replica(where, self.context.connector, topic, resync.generation)
 
+    def _refuse_merged(self, batch: SinkBatch) -> None:
+        """A ConfigError, before anything is written, when a `replace` re-read's table also takes
+        other topics' rows, by the config or in this batch: the swap would drop them."""
+        for topic in sorted(batch.replacing):
+            problem = _replace.problem(self.cfg, topic, may_route(self.cfg))
+            if problem is None and topic in batch.read_topics():
+                uri = locate(self.cfg, batch.destination(topic)).uri
+                shared = [
+                    t for t in batch.read_topics() if t != topic and locate(self.cfg, batch.destination(t)).uri == uri
+                ]
+                if shared:
+                    problem = f"the rows of topics {', '.join(shared)} go to table {uri} too"
+            if problem is not None:
+                raise ConfigError(f"{problem}: re-read `{topic}` with `--mode retain`")
+
     def _swap_ended(self, batch: SinkBatch) -> None:
-        """Swap in the copies of the `replace` re-reads this batch ends (after their last rows)."""
+        """Swap in the copies of the `replace` re-reads this batch ends (after their last rows): in
+        the table the topic's records name, when the batch carries their routes or no transform may
+        route them; else nothing is swapped, with a warning (a batch that ends a re-read with no rows
+        carries no routes, and the raw topic's table may be another)."""
         for topic, resync in sorted(batch.replacing.items()):
             if not resync.ends:
+                continue
+            if topic not in batch.routes and TOPIC in self.cfg.location and may_route(self.cfg):
+                _LOG.warning(
+                    "%s: re-read %d ended in a batch without its routes, and the sink's transforms may route the "
+                    "topic: its table is not known, so nothing was swapped (send the re-read again)",
+                    topic,
+                    resync.generation,
+                )
                 continue
             where = locate(self.cfg, batch.destination(topic))
             started = time.monotonic()
@@ -237,6 +265,12 @@ class DeltaSinkConnector(SinkConnector[DeltaSinkConfig]):
 
     config_model = DeltaSinkConfig
     task_class = DeltaSinkTask
+
+    def resync_problem(self, config: DeltaSinkConfig, topic: str, mode: str) -> str | None:
+        """`replace`: refused where the topic's table may take other topics' rows too (a location
+        without `${topic}`, a router, with several topics)."""
+        problem = _replace.problem(config, topic, may_route(config)) if mode == "replace" else None
+        return f"{problem}: re-read it with `--mode retain`" if problem else None
 
     def validate(self, config: DeltaSinkConfig) -> dict[str, list[str]]:
         found = problems(config)

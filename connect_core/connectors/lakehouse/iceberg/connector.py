@@ -54,6 +54,8 @@ class IcebergSinkTask(SinkTask):
         self.versions.clear()  # an attempt's own commits (a retried write runs again)
         self.changes = batch.schema_changes  # topic → how its columns changed (`schema.propagation`)
         report = dict.fromkeys(WRITE_REPORT, 0)  # rows written, keys deleted, files and bytes added
+        for topic in batch.replacing:
+            self._resync(batch, topic)  # refused before a row is written
         for topic in batch.read_topics():
             into = self._replicas(batch, topic)
             records = batch.arrow(topic)
@@ -74,13 +76,12 @@ class IcebergSinkTask(SinkTask):
         return {**report, WRITE_TABLES: tables}
 
     def _resync(self, batch: SinkBatch, topic: str) -> Resync | None:
-        """The `replace` re-read the batch's rows of `topic` belong to: its listed tables get a copy;
-        dynamically routed tables are not known before the rows name them, so their rows are
-        written to the tables as ever (as a `retain` re-read)."""
+        """The `replace` re-read the batch's rows of `topic` belong to (its listed tables get a copy);
+        a ConfigError, before anything is written, where the tables take other topics' rows too."""
         resync = batch.replacing.get(topic)
-        if resync is not None and self.cfg.dynamic_enabled:
-            self.log.warning("%s: a replace re-read of dynamically routed tables is written as `retain`", topic)
-            return None
+        problem = _replace.problem(self.cfg, topic) if resync is not None else None
+        if problem is not None:
+            raise ConfigError(f"{problem}: re-read `{topic}` with `--mode retain`")
         return resync
 
     def _replicas(self, batch: SinkBatch, topic: str) -> dict[str, str]:
@@ -245,6 +246,11 @@ class IcebergSinkConnector(SinkConnector[IcebergSinkConfig]):
 
     config_model = IcebergSinkConfig
     task_class = IcebergSinkTask
+
+    def resync_problem(self, config: IcebergSinkConfig, topic: str, mode: str) -> str | None:
+        """`replace`: refused where the tables take other topics' rows too, or rows name their table."""
+        problem = _replace.problem(config, topic) if mode == "replace" else None
+        return f"{problem}: re-read it with `--mode retain`" if problem else None
 
     def validate(self, config: IcebergSinkConfig) -> dict[str, list[str]]:
         return problems(config)
