@@ -376,7 +376,7 @@ class TaskRunner:
                 if not segments and not plan.replacing:
                     return None
                 if batch is None and not segments:  # only the end of a re-read to tell: no rows
-                    batch = self._no_rows_batch(spark, plan.replacing)
+                    batch = self._no_rows_batch(spark, plan.replacing, self._chain(lease))
                 elif batch is None:
                     transformed = self._transform_sink(spark, lease, segments)
                     self._gate_sink(lease, config, transformed, gated)
@@ -500,11 +500,17 @@ class TaskRunner:
         )
 
     @staticmethod
-    def _no_rows_batch(spark: SparkSession, replacing: Mapping[str, Resync]) -> SinkBatch:
+    def _no_rows_batch(spark: SparkSession, replacing: Mapping[str, Resync], chain: TransformChain) -> SinkBatch:
         """A batch with no rows that tells the sink where re-reads end (`SinkBatch.replacing`): no
-        partitions either, so `read_topics()` is empty and the sink writes no topic (only swaps)."""
+        partitions either, so `read_topics()` is empty and the sink writes no topic (only swaps). Its
+        `routes` are what the sink's routers make of each topic's name, where the name alone tells."""
         data = spark.createDataFrame([], f"{TOPIC_COLUMN} string, {PARTITION_COLUMN} int, {OFFSET_COLUMN} long")
-        return SinkBatch(data, 0, (), replacing=dict(replacing))
+        routes = {}
+        for topic in replacing:
+            routed = chain.routed_topics([topic])
+            if routed is not None and routed != [topic]:
+                routes[topic] = tuple(routed)
+        return SinkBatch(data, 0, (), routes=routes, replacing=dict(replacing))
 
     def _dead_letters(self, lease: Lease) -> DeadLetters:
         plugin_cls: Any = self._registry.resolve(lease.connector_class).cls
