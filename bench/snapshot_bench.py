@@ -371,7 +371,7 @@ def section(args: argparse.Namespace, r: Result, load: float) -> list[str]:
     ratio = during99 / idle99 if idle99 and during99 else None
     changes_s = r.writer_changes / r.writer_s if r.writer_s else 0.0
     cmd = f"python bench/snapshot_bench.py --rows {args.rows} --rate {args.rate} --samples {args.samples}"
-    if (args.chunk, args.per_run) != (10_000, 200_000):
+    if (args.chunk, args.per_run) != (10_000, 100_000):
         cmd += f" --chunk {args.chunk} --per-run {args.per_run}"
     return [
         f"## incremental snapshot: {r.rows:,} rows re-read while {args.rate:,} changes/s stream, warm pool",
@@ -411,7 +411,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1000, help="changes a second while the snapshot runs")
     parser.add_argument("--samples", type=int, default=20, help="idle latency probes")
     parser.add_argument("--chunk", type=int, default=10_000, help="incremental.snapshot.chunk.size")
-    parser.add_argument("--per-run", type=int, default=200_000, help="incremental.snapshot.max.rows.per.run")
+    parser.add_argument("--per-run", type=int, default=100_000, help="incremental.snapshot.max.rows.per.run")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
