@@ -10,19 +10,37 @@ not data: they go to no topic, and the table is never snapshotted.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from connect_core.connectors.cdc.config import CdcConfig
 from connect_core.sdk import Signal
+from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.signals import signal_problems
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["SOURCE_CHANNEL", "signals_of"]
+__all__ = ["SOURCE_CHANNEL", "signal_table", "signals_of"]
 
 SOURCE_CHANNEL = "source"
 #: The most characters of a signal's `data` read (Debezium's table: varchar(2048)).
 _MAX_DATA = 1_000_000
+
+
+def signal_table(cfg: CdcConfig, captured: Iterable[str]) -> str | None:
+    """The `source` channel's signal table, which must be among the `captured` tables (qualified
+    names): its inserts are streamed as any captured change. None: the channel is off."""
+    if SOURCE_CHANNEL not in cfg.signal_enabled_channels or not cfg.signal_data_collection:
+        return None
+    if cfg.signal_data_collection not in set(captured):
+        raise ConfigError(
+            f"signal table `{cfg.signal_data_collection}` is not captured: create it (Debezium's columns: id "
+            "varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048)) and add it to "
+            "`table.include.list`",
+            {"signal.data.collection": ["not a captured table"]},
+        )
+    return cfg.signal_data_collection
 
 
 def signals_of(events: pa.Table, log: Any) -> list[Signal]:

@@ -33,8 +33,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_core.connectors.cdc import _signal_table
 from connect_core.connectors.cdc._deadline import Interrupts, checked_server
-from connect_core.connectors.cdc._signal_table import SOURCE_CHANNEL, signals_of
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import MariaDbCdcConfig, server_identity
 from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, records_of, topic_for
@@ -63,7 +63,7 @@ class MariaDbCdcSourceTask(CdcSourceTask[MariaDbCdcConfig]):
                 raise ConfigError("; ".join(problems), {"database.hostname": problems})
             mariadb = _server.is_mariadb(conn)
             tables = _server.captured_tables(conn, cfg)
-            signal_table = _signal_table(cfg, tables)
+            signal_table = _signal_table.signal_table(cfg, (t.qualified for t in tables))
             if committed is None:
                 data = [t for t in tables if t.qualified != signal_table]  # signals, not data: never copied
                 return self._first_run(spark, cfg, conn, data, partition, mariadb)
@@ -101,7 +101,9 @@ class MariaDbCdcSourceTask(CdcSourceTask[MariaDbCdcConfig]):
             db, name = signal_table.split(".", 1)
             signalled = events.pop(topic_for(cfg.topic_prefix, db, name), None)
             if signalled is not None:
-                progress = _incremental.apply_signals(progress, signals_of(signalled, self.log), keys, self.log)
+                progress = _incremental.apply_signals(
+                    progress, _signal_table.signals_of(signalled, self.log), keys, self.log
+                )
         masks = cfg.column_masks()
         records = {topic: records_of(spark, table, masks) for topic, table in events.items()}
         held.update(_incremental.progress_stats(progress))
@@ -161,21 +163,6 @@ class MariaDbCdcSourceTask(CdcSourceTask[MariaDbCdcConfig]):
         if progress is not None:
             offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),))
-
-
-def _signal_table(cfg: MariaDbCdcConfig, tables: list[_server.Table]) -> str | None:
-    """The `source` channel's signal table (`database.table`), which must be captured: its inserts are
-    streamed as any captured change (None: the channel is off)."""
-    if SOURCE_CHANNEL not in cfg.signal_enabled_channels or not cfg.signal_data_collection:
-        return None
-    if not any(t.qualified == cfg.signal_data_collection for t in tables):
-        raise ConfigError(
-            f"signal table `{cfg.signal_data_collection}` is not captured: create it (Debezium's columns: id "
-            "varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048)) and add it to "
-            "`table.include.list`",
-            {"signal.data.collection": ["not a captured table"]},
-        )
-    return cfg.signal_data_collection
 
 
 def _keys(tables: list[_server.Table]) -> dict[str, list[str]]:

@@ -37,8 +37,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from connect_core.connectors.cdc import _signal_table
 from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
-from connect_core.connectors.cdc._signal_table import SOURCE_CHANNEL, signals_of
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import records_of, topic_for
@@ -64,7 +64,7 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         names = _server.Names.of(cfg, self.context.connector, committed)
         with _server.connect(cfg) as conn:
             tables = _server.captured_tables(conn, cfg)
-            signal_table = _signal_table(cfg, tables)
+            signal_table = _signal_table.signal_table(cfg, (t.qualified for t in tables))
             partitions = _server.partitions(conn, tables)
             _server.ensure_publication(conn, cfg, names.publication, tables, bool(partitions))
             slot = _server.slot(conn, names.slot)
@@ -117,7 +117,7 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             schema, name = signal_table.split(".", 1)
             signalled = events.pop(topic_for(cfg.topic_prefix, schema, name), None)
             if signalled is not None:
-                signalled_now = signals_of(signalled, self.log)
+                signalled_now = _signal_table.signals_of(signalled, self.log)
                 progress = _incremental.apply_signals(progress, signalled_now, keys, self.log, options)
         records = {topic: records_of(spark, t, masks) for topic, t in events.items() if t.num_rows}
         offset: dict[str, Any] = {"lsn": lsn, "snapshot": "done", **names.recorded()}
@@ -214,21 +214,6 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         if progress is not None:
             offset[_incremental.STATE] = progress
         return SourceBatch(records, (SourcePosition(partition, offset),))
-
-
-def _signal_table(cfg: PostgresCdcConfig, tables: list[_server.Table]) -> str | None:
-    """The `source` channel's signal table (`schema.table`), which must be captured: its inserts are
-    streamed as any captured change (None: the channel is off)."""
-    if SOURCE_CHANNEL not in cfg.signal_enabled_channels or not cfg.signal_data_collection:
-        return None
-    if not any(t.qualified == cfg.signal_data_collection for t in tables):
-        raise ConfigError(
-            f"signal table `{cfg.signal_data_collection}` is not captured: create it (Debezium's columns: id "
-            "varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048)) and add it to "
-            "`table.include.list`",
-            {"signal.data.collection": ["not a captured table"]},
-        )
-    return cfg.signal_data_collection
 
 
 def _snapshot_options(
