@@ -167,6 +167,11 @@ class ColumnMasks:
             raise ConfigError(problem, {rule.shown: [problem]})
         return found
 
+    def masked(self, tables: Sequence[str], columns: Iterable[str]) -> list[str]:
+        """Those of `columns` a rule masks, hashes or truncates (named as in `for_columns`), with no
+        side effect: what a query's condition may not read (its result would tell the value)."""
+        return [c for c in columns if any(rule.matches([f"{t}.{c}" for t in tables]) for rule in self.rules)]
+
     def unmatched(self) -> list[MaskRule]:
         """The rules that named no column of the tables `for_columns` was asked about (none when it
         was not asked: nothing was read)."""

@@ -59,7 +59,12 @@ def apply_signals(
                 if asked is None:
                     continue
                 if not keys[name] and not asked.get("surrogate-key"):
-                    log.warning("signal %s: `%s` has no primary key to read it in chunks by: ignored", signal.id, name)
+                    log.warning(
+                        "signal %s: `%s` has no key to read it in chunks by (a primary key, not of a floating-point, "
+                        "enum or set type): ignored",
+                        signal.id,
+                        name,
+                    )
                 else:
                     wanted[name] = asked
             if wanted:

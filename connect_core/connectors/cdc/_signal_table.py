@@ -53,7 +53,7 @@ def signals_of(events: pa.Table, log: Any) -> list[Signal]:
         signal_id, kind, text = after.get("id"), after.get("type"), after.get("data")
         try:
             data = json.loads(text) if isinstance(text, str) and text.strip() and len(text) <= _MAX_DATA else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             log.warning("signal %s (%s): its data is not JSON: skipped", _shown(signal_id), _shown(kind))
             continue
         problems = signal_problems(kind, data)

@@ -290,3 +290,87 @@ def test_a_server_that_does_not_answer_is_a_bounded_503() -> None:
             )
         assert time.monotonic() - started < 5
     assert answer_for(failed.value).status == 503
+
+
+def _cdc(runner: Any) -> None:
+    result = runner.run("cdc", 0)
+    assert result.state == "SUCCEEDED", result.message
+
+
+def _items(pg_db: PgServer, runtime: Runtime, **extra: str) -> Any:
+    pg_db.execute(
+        "CREATE TABLE items (id int PRIMARY KEY, label text, ssn text)",
+        "INSERT INTO items SELECT g, 'item ' || g, '123-45-678' || (g % 10) FROM generate_series(1, 30) g",
+        "UPDATE items SET label = '7' WHERE id = 1",
+    )
+    runtime.create_connector(
+        "cdc", pg_capture(pg_db, "public.items", **{"incremental.snapshot.chunk.size": "7", **extra})
+    )
+    runner = make_runner(runtime, _SPARK[0])
+    _cdc(runner)
+    return runner
+
+
+def _filtered(where: str) -> dict[str, Any]:
+    return {
+        "data-collections": ["public.items"],
+        "additional-conditions": [{"data-collection": "public.items", "filter": where}],
+    }
+
+
+def test_a_filter_may_not_read_a_masked_column(pg_db: PgServer, runtime: Runtime) -> None:
+    """Its result would tell the masked values, a row at a time (or in a failed cast's message)."""
+    _items(pg_db, runtime, **{"column.mask.with.3.chars": "public.items.ssn"})
+    for where in ("id = 2 AND CAST(ssn AS INT) > 0", "ssn LIKE '1%'"):
+        with pytest.raises(ConfigError, match="is masked") as refused:
+            LocalManagement(runtime).send_signal("cdc", None, "execute-snapshot", _filtered(where))
+        assert "123-45" not in str(refused.value)
+    assert runtime.connectors.signals.pending("cdc") == []
+
+
+def test_a_filter_that_fails_on_a_row_gives_the_table_up_and_the_stream_goes_on(
+    pg_db: PgServer, runtime: Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    runner = _items(pg_db, runtime)
+    # planned fine (EXPLAIN evaluates no row), fails on the first label that is no number
+    LocalManagement(runtime).send_signal("cdc", None, "execute-snapshot", _filtered("CAST(label AS INT) > 0"))
+    pg_db.execute("INSERT INTO items VALUES (100, 'streamed', 'x')")
+    _cdc(runner)
+    assert _progress(runtime) is None  # given up, not failing every run
+    assert "failed on a row" in caplog.text and "item 2" not in caplog.text
+    pg_db.execute("INSERT INTO items VALUES (101, 'streamed', 'x')")
+    _cdc(runner)  # the stream goes on
+
+
+def test_a_signal_row_nested_past_the_parser_is_skipped(pg_db: PgServer, runtime: Runtime) -> None:
+    pg_db.execute("CREATE TABLE dbz_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))")
+    runner = _items(
+        pg_db,
+        runtime,
+        **{
+            "table.include.list": "public.items,public.dbz_signal",
+            "signal.enabled.channels": "source",
+            "signal.data.collection": "public.dbz_signal",
+        },
+    )
+    pg_db.execute(f"INSERT INTO dbz_signal VALUES ('deep', 'execute-snapshot', '{'[' * 2000}')")
+    _cdc(runner)
+    _cdc(runner)
+    assert _progress(runtime) is None
+
+
+def test_a_surrogate_key_whose_index_compares_otherwise_is_refused(pg_db: PgServer, runtime: Runtime) -> None:
+    """A case-insensitive column with a case-sensitive unique index: `code > 'a'` would skip 'A'."""
+    pg_db.execute(
+        "CREATE COLLATION ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+        "CREATE TABLE cz (code text COLLATE ci NOT NULL, n int)",
+        'CREATE UNIQUE INDEX cz_code ON cz (code COLLATE "C")',
+        "ALTER TABLE cz REPLICA IDENTITY FULL",
+        "INSERT INTO cz VALUES ('a', 1), ('A', 2)",
+    )
+    runtime.create_connector("cdc", pg_capture(pg_db, "public.cz"))
+    _cdc(make_runner(runtime, _SPARK[0]))
+    with pytest.raises(ConfigError, match=r"surrogate-key|unique index"):
+        LocalManagement(runtime).send_signal(
+            "cdc", None, "execute-snapshot", {"data-collections": ["public.cz"], "surrogate-key": "code"}
+        )

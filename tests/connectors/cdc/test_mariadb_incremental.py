@@ -272,7 +272,7 @@ def test_stop_pause_resume_and_a_table_without_a_key(
     with caplog.at_level(logging.INFO):
         _signal(runtime, "execute-snapshot", f"{db}.bare")
         _sync(runner, "cdc")
-    assert f"`{db}.bare` has no primary key" in caplog.text
+    assert f"`{db}.bare` has no key to read it in chunks by" in caplog.text
     assert _progress(runtime) is None and runtime.connectors.signals.pending("cdc") == []  # refused, consumed
 
     _signal(runtime, "execute-snapshot", f"{db}.items", f"{db}.more")
@@ -357,3 +357,29 @@ def test_a_signal_row_inserted_into_the_signal_table_starts_a_snapshot(
     assert (_progress(runtime) or {}).get("table") == f"{db}.items"  # acted on by the run that streamed it
     _converge(runtime, runner, mariadb_db, target)
     assert not runtime.topics.partitions(f"maria.{db}.dbz_signal")
+
+
+@pytest.mark.parametrize(
+    ("ddl", "rows"),
+    [
+        # a query gives a float rounded (16777217 reads back as 16777200): `k > last` would skip rows
+        ("CREATE TABLE fz (k FLOAT PRIMARY KEY, n int)", "INSERT INTO fz SELECT 16777000 + seq, seq FROM seq_1_to_20"),
+        # an enum sorts by its position in the list, but `k > 'm'` compares text
+        (
+            "CREATE TABLE fz (k ENUM('z','a','m','b') PRIMARY KEY, n int)",
+            "INSERT INTO fz VALUES ('z',1),('a',2),('m',3)",
+        ),
+    ],
+    ids=["float", "enum"],
+)
+def test_a_key_whose_order_no_query_follows_is_not_read_in_chunks(
+    mariadb_db: MariaDbServer, runtime: Runtime, spark: Any, ddl: str, rows: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    mariadb_db.execute(ddl, rows)
+    runtime.create_connector("cdc", _capture(mariadb_db, rf"{mariadb_db.database}\.fz"))
+    runner = make_runner(runtime, spark)
+    _sync(runner, "cdc")
+    _signal(runtime, "execute-snapshot", f"{mariadb_db.database}.fz")
+    _sync(runner, "cdc")
+    assert _progress(runtime) is None  # refused, not read with rows skipped
+    assert "has no key to read it in chunks by" in caplog.text

@@ -47,6 +47,9 @@ class Table:
     columns: tuple[tuple[str, pa.DataType], ...]
     fixes: tuple[Fix, ...]  # per column: what makes a value of the log or of a query its Arrow value
     key: tuple[str, ...]
+    #: the key columns whose order no chunk query can follow (`float`, `double`, `real`: a query gives
+    #: the value rounded; `enum`, `set`: sorted by position, compared as text), by column: their type
+    unordered_key: tuple[tuple[str, str], ...] = ()
 
     @property
     def qualified(self) -> str:
@@ -152,6 +155,10 @@ def lost(position: dict[str, Any], why: str) -> str:
     )
 
 
+#: Key column types an incremental snapshot cannot read in chunks by (see `Table.unordered_key`).
+_UNORDERED = frozenset({"float", "double", "real", "enum", "set"})
+
+
 def captured_tables(conn: Any, cfg: MariaDbCdcConfig) -> list[Table]:
     """The base tables the include / exclude lists select, with columns and primary key."""
     with conn.cursor() as cur:
@@ -186,6 +193,7 @@ def captured_tables(conn: Any, cfg: MariaDbCdcConfig) -> list[Table]:
                 tuple((c[0], kind) for c, (kind, _) in zip(columns, kinds, strict=True)),
                 tuple(fix for _, fix in kinds),
                 tuple(c[0] for c in columns if c[5] == "PRI"),
+                tuple((c[0], str(c[1]).lower()) for c in columns if c[5] == "PRI" and str(c[1]).lower() in _UNORDERED),
             )
         )
     check_topics(cfg.topic_prefix, ((t.db, t.name) for t in tables))  # before anything is read

@@ -82,20 +82,20 @@ class RefusedFilter(ValueError):
     """The filter is not a plain predicate over the table's columns; the message says which part."""
 
 
-def checked_filter(text: str, columns: Collection[str]) -> str:
+def checked_filter(text: str, columns: Collection[str], masked: Collection[str] = ()) -> str:
     """`text` as the chunk queries run it: the SQL sqlglot writes for PostgreSQL from the checked
     tree. RefusedFilter unless it is one predicate over `columns` (the table's) of allowed parts."""
     if not isinstance(text, str) or not text.strip():
         raise RefusedFilter("is empty: give a condition over the table's columns (`qty > 10`)")
     if len(text) > MAX_FILTER:
         raise RefusedFilter(f"is {len(text)} characters long: at most {MAX_FILTER}")
-    rendered = _rendered(text, columns)
-    if _rendered(rendered, columns) != rendered:  # what runs must read back as what was checked
+    rendered = _rendered(text, columns, masked)
+    if _rendered(rendered, columns, masked) != rendered:  # what runs must read back as what was checked
         raise RefusedFilter("does not read back as the condition that was checked (a quoted name that is no name?)")
     return rendered
 
 
-def _rendered(text: str, columns: Collection[str]) -> str:
+def _rendered(text: str, columns: Collection[str], masked: Collection[str]) -> str:
     try:
         tokens = _DIALECT.tokenize(text)
         for token in tokens:
@@ -122,11 +122,11 @@ def _rendered(text: str, columns: Collection[str]) -> str:
     if type(inner) not in _PREDICATES:
         raise RefusedFilter(f"`{_excerpt(root)}` is no condition (a comparison, IN, LIKE, IS NULL …)")
     for node in list(root.walk()):
-        _check(node, columns)
+        _check(node, columns, masked)
     return str(root.sql(dialect=_DIALECT, comments=False))
 
 
-def _check(node: exp.Expr, columns: Collection[str]) -> None:
+def _check(node: exp.Expr, columns: Collection[str], masked: Collection[str]) -> None:
     if type(node) not in _NODES:
         raise RefusedFilter(f"is refused at `{_excerpt(node)}`: {_node_reason(node)}")
     if isinstance(node, exp.Column):
@@ -138,6 +138,10 @@ def _check(node: exp.Expr, columns: Collection[str]) -> None:
         name = ident.this if ident.quoted else ident.this.lower()  # PostgreSQL folds unquoted names
         if name in _SYSTEM_COLUMNS:
             raise RefusedFilter(f"`{name}` is a system column: only the table's own columns may be compared")
+        if name in masked:
+            raise RefusedFilter(
+                f"`{_short(name)}` is masked (`column.mask…`/`column.truncate…`): a filter on it would tell its values"
+            )
         if name not in columns:
             raise RefusedFilter(f"`{_short(name)}` is not a column of the table")
         node.set("this", exp.to_identifier(name, quoted=True))

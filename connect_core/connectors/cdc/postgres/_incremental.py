@@ -35,6 +35,7 @@ from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import ChangeTable, arrow_type, topic_for
 from connect_core.connectors.cdc.postgres import _server
 from connect_core.connectors.cdc.postgres._filter import RefusedFilter, checked_filter
+from connect_core.connectors.cdc.postgres._signals import filter_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,9 +79,37 @@ def read_chunks(
         # its key (or surrogate column) dropped since the snapshot began: no order to read it in
         return _given_up(table, progress, "its key columns are gone")
     try:  # checked when the signal was taken; again here, as what runs must be the checked form
-        condition = checked_filter(asked["filter"], [c.name for c in table.columns]) if "filter" in asked else None
+        condition = checked_filter(asked["filter"], *filter_columns(cfg, table)) if "filter" in asked else None
     except RefusedFilter as exc:
         return _given_up(table, progress, f"its filter {exc}")
+    conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)
+    try:
+        try:
+            return _read(cfg, conn, table, progress, limit, key, key_names, surrogate, condition)
+        except psycopg2.DataError as exc:
+            # a row the filter cannot be evaluated on (a cast of a value that is no number): every run
+            # would fail the same way, and stop the stream with it. Given up, its values not quoted
+            # (they may be a masked column's).
+            conn.rollback()
+            return _given_up(
+                table, progress, f"its filter failed on a row ({type(exc).__name__}, SQLSTATE {exc.pgcode})"
+            )
+    finally:
+        conn.close()
+
+
+def _read(
+    cfg: PostgresCdcConfig,
+    conn: Any,
+    table: _server.Table,
+    progress: dict[str, Any],
+    limit: int,
+    key: list[Any],
+    key_names: list[str],
+    surrogate: str | None,
+    condition: str | None,
+) -> Chunk:
+    """`read_chunks`' reads, on `conn`, in one read-only REPEATABLE READ transaction."""
     name = f"{_server.quote(table.schema)}.{_server.quote(table.name)}"
     # each value as pgoutput streams it (`output_text`): what the stream's events are compared with
     columns = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=True) for c in table.columns)
@@ -88,57 +117,53 @@ def read_chunks(
     keys = ", ".join(f"s.{_server.quote(c.name)}" for c in key)
     # the filter names the columns unqualified (the query reads one table); `%` doubled for psycopg2
     where = f" AND ({condition.replace('%', '%%')})" if condition else ""
-    conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)
-    try:
-        conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
-        with conn.cursor() as cur:
-            cur.execute("SELECT pg_current_snapshot()::text")  # the first statement: the transaction's snapshot
-            snapshot = _parse_snapshot(cur.fetchone()[0])
-            if surrogate and not _still_unique(cur, table, surrogate):
-                return _given_up(table, progress, f"`{surrogate}` is no longer unique and NOT NULL")
+    conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_current_snapshot()::text")  # the first statement: the transaction's snapshot
+        snapshot = _parse_snapshot(cur.fetchone()[0])
+        if surrogate and not _still_unique(cur, table, surrogate):
+            return _given_up(table, progress, f"`{surrogate}` is no longer unique and NOT NULL")
+        cur.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped",
+            (name,),
+        )
+        types = dict(cur.fetchall())
+        cast = ", ".join(f"%s::{types[c.name]}" for c in key)
+        progress = dict(progress)
+        if progress.get("key") != key_names:  # a first chunk, or the key changed since: from the start
+            progress.update(key=key_names, last_key=None, max_key=None)
+        if progress.get("max_key") is None:
+            newest = ", ".join(f"s.{_server.quote(c.name)} DESC" for c in key)
+            key_texts = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=False) for c in key)
+            only = f" WHERE {condition}" if condition else ""
+            # no params: `%` as is
+            cur.execute(f"SELECT {key_texts} FROM {name} AS s{only} ORDER BY {newest} LIMIT 1")
+            found = cur.fetchone()
+            if found is None:  # an empty table (or none of its rows match): done
+                progress.update(table=None)
+                return Chunk(table, [], snapshot, next_table(progress))
+            progress["max_key"] = list(found)
+        rows: list[tuple[Any, ...]] = []
+        positions = [i for name_ in key_names for i, c in enumerate(table.columns) if c.name == name_]
+        while len(rows) < limit:
+            after = f"({keys}) > ({cast}) AND " if progress.get("last_key") is not None else ""
+            params = [*(progress.get("last_key") or []), *progress["max_key"]]
+            size = min(cfg.incremental_snapshot_chunk_size, limit - len(rows))
             cur.execute(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-                "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped",
-                (name,),
+                f"SELECT {columns} FROM {name} AS s WHERE {after}({keys}) <= ({cast}){where} "
+                f"ORDER BY {keys} LIMIT {size}",
+                params,
             )
-            types = dict(cur.fetchall())
-            cast = ", ".join(f"%s::{types[c.name]}" for c in key)
-            progress = dict(progress)
-            if progress.get("key") != key_names:  # a first chunk, or the key changed since: from the start
-                progress.update(key=key_names, last_key=None, max_key=None)
-            if progress.get("max_key") is None:
-                newest = ", ".join(f"s.{_server.quote(c.name)} DESC" for c in key)
-                key_texts = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=False) for c in key)
-                only = f" WHERE {condition}" if condition else ""
-                # no params: `%` as is
-                cur.execute(f"SELECT {key_texts} FROM {name} AS s{only} ORDER BY {newest} LIMIT 1")
-                found = cur.fetchone()
-                if found is None:  # an empty table (or none of its rows match): done
-                    progress.update(table=None)
-                    return Chunk(table, [], snapshot, next_table(progress))
-                progress["max_key"] = list(found)
-            rows: list[tuple[Any, ...]] = []
-            positions = [i for name_ in key_names for i, c in enumerate(table.columns) if c.name == name_]
-            while len(rows) < limit:
-                after = f"({keys}) > ({cast}) AND " if progress.get("last_key") is not None else ""
-                params = [*(progress.get("last_key") or []), *progress["max_key"]]
-                size = min(cfg.incremental_snapshot_chunk_size, limit - len(rows))
-                cur.execute(
-                    f"SELECT {columns} FROM {name} AS s WHERE {after}({keys}) <= ({cast}){where} "
-                    f"ORDER BY {keys} LIMIT {size}",
-                    params,
-                )
-                read = cur.fetchall()
-                rows += read
-                progress["chunks"] = int(progress.get("chunks", 0)) + 1
-                progress["rows"] = int(progress.get("rows", 0)) + len(read)
-                if len(read) < size:
-                    progress.update(table=None)  # read to its largest key: the next table
-                    break
-                progress["last_key"] = [read[-1][i] for i in positions]
-        conn.rollback()
-    finally:
-        conn.close()
+            read = cur.fetchall()
+            rows += read
+            progress["chunks"] = int(progress.get("chunks", 0)) + 1
+            progress["rows"] = int(progress.get("rows", 0)) + len(read)
+            if len(read) < size:
+                progress.update(table=None)  # read to its largest key: the next table
+                break
+            progress["last_key"] = [read[-1][i] for i in positions]
+    conn.rollback()
     return Chunk(table, rows, snapshot, next_table(progress), by=surrogate if not table.key else None)
 
 

@@ -323,6 +323,11 @@ def key_facts(conn: Any, schema: str, name: str) -> KeyFacts | None:
             LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1
                  AND i.indpred IS NULL AND i.indexprs IS NULL
             LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+                 -- the index compares as the column does (a chunk query orders and bounds by the column's
+                 -- collation), and that collation tells every two values apart (a case-insensitive one
+                 -- makes `k > 'a'` skip 'A')
+                 AND i.indcollation[0] = a.attcollation
+                 AND NOT EXISTS (SELECT 1 FROM pg_collation co WHERE co.oid = a.attcollation AND NOT co.collisdeterministic)
             WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')
             """,
             (schema, name),

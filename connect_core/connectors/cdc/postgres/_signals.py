@@ -65,7 +65,7 @@ def snapshot_options(
     text = _filter_of(data, name)
     if text is not None:
         try:
-            rendered = checked_filter(text, [c.name for c in table.columns])
+            rendered = checked_filter(text, *filter_columns(cfg, table))
         except RefusedFilter as exc:
             raise Refused(f"filter {exc}", _CONDITIONS) from None
         _plan(conn, table, rendered)
@@ -88,6 +88,13 @@ def signal_problems(conn: Any, cfg: PostgresCdcConfig, data: Mapping[str, Any]) 
         except Refused as exc:
             problems.setdefault(exc.key, []).append(f"`{name}` {exc}")
     return problems
+
+
+def filter_columns(cfg: PostgresCdcConfig, table: _server.Table) -> tuple[list[str], list[str]]:
+    """The columns a filter of `table` may name, and those it may not: the masked ones (a filter on a
+    masked column would tell its values, a row at a time)."""
+    names = [c.name for c in table.columns]
+    return names, cfg.column_masks().masked([table.qualified, table.name], names)
 
 
 def _check_surrogate(table: _server.Table, facts: _server.KeyFacts, column: str) -> None:
