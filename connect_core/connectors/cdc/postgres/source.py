@@ -32,6 +32,7 @@ partition's name and go to the table's topic too.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -222,11 +223,22 @@ def _snapshot_options(
     """What a signal asks of a table's read (its `surrogate-key`, its filter), checked against the
     server as `check_signal` checks it where it is sent (a `source` channel signal only here)."""
 
+    checked: dict[tuple[str, str], dict[str, Any] | ValueError] = {}  # a flood of one signal: asked once
+
     def options(signal: Signal, name: str) -> dict[str, Any]:
         if not any(signal.data.get(k) for k in SIGNAL_OPTIONS) and by_name[name].key:
             return {}  # a table read by its primary key, whole: nothing to ask the server
-        with _server.connect(cfg) as conn:
-            return _signals.snapshot_options(conn, cfg, by_name, name, signal.data)
+        asked = (name, json.dumps({k: signal.data.get(k) for k in SIGNAL_OPTIONS}, sort_keys=True, default=str))
+        if asked not in checked:
+            try:
+                with _server.connect(cfg) as conn:
+                    checked[asked] = _signals.snapshot_options(conn, cfg, by_name, name, signal.data)
+            except ValueError as refused:  # `Refused`: the same answer for the same question
+                checked[asked] = refused
+        found = checked[asked]
+        if isinstance(found, ValueError):
+            raise found
+        return dict(found)
 
     return options
 
