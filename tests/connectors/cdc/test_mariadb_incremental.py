@@ -14,6 +14,7 @@ from connect_core.connectors.cdc.mariadb import _incremental
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.management.local import LocalManagement
 from connect_core.runtime.topics.segments import read_topics
+from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.records import TopicPartition
 from connect_core.sdk.testing import faults
 from connect_core.testing.servers import MariaDbServer
@@ -269,8 +270,13 @@ def test_stop_pause_resume_and_a_table_without_a_key(
     mariadb_db.execute("CREATE TABLE more (id int PRIMARY KEY)", "INSERT INTO more SELECT seq FROM seq_1_to_5")
     runtime.update_connector("cdc", _capture(mariadb_db, rf"{db}\.(items|bare|more)"))
     _sync(runner, "cdc")
+    with pytest.raises(ConfigError, match="has no key to read it in chunks by") as refused:  # at the door
+        _signal(runtime, "execute-snapshot", f"{db}.bare", f"{db}.nope")
+    assert "`" + db + ".nope` is not a captured table" in str(refused.value)
+    assert runtime.connectors.signals.pending("cdc") == []
+    # one that got past the door (queued before the table lost its key): logged and consumed by the run
+    runtime.connectors.signals.send("cdc", "s", "execute-snapshot", {"data-collections": [f"{db}.bare"]})
     with caplog.at_level(logging.INFO):
-        _signal(runtime, "execute-snapshot", f"{db}.bare")
         _sync(runner, "cdc")
     assert f"`{db}.bare` has no key to read it in chunks by" in caplog.text
     assert _progress(runtime) is None and runtime.connectors.signals.pending("cdc") == []  # refused, consumed
@@ -379,7 +385,10 @@ def test_a_key_whose_order_no_query_follows_is_not_read_in_chunks(
     runtime.create_connector("cdc", _capture(mariadb_db, rf"{mariadb_db.database}\.fz"))
     runner = make_runner(runtime, spark)
     _sync(runner, "cdc")
-    _signal(runtime, "execute-snapshot", f"{mariadb_db.database}.fz")
+    with pytest.raises(ConfigError, match="has no key to read it in chunks by"):  # at the door
+        _signal(runtime, "execute-snapshot", f"{mariadb_db.database}.fz")
+    # and by the run, for one that got past it (the source channel's are checked only there)
+    runtime.connectors.signals.send("cdc", "s", "execute-snapshot", {"data-collections": [f"{mariadb_db.database}.fz"]})
     _sync(runner, "cdc")
     assert _progress(runtime) is None  # refused, not read with rows skipped
     assert "has no key to read it in chunks by" in caplog.text

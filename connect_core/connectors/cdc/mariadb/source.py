@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc import _signal_table
-from connect_core.connectors.cdc._deadline import Interrupts, checked_server
+from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import MariaDbCdcConfig, server_identity
 from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, records_of, topic_for
 from connect_core.connectors.cdc.mariadb import _binlog, _incremental, _server
-from connect_core.sdk import Positions, SourceBatch, SourceConnector, SourcePosition
-from connect_core.sdk.errors import ConfigError
+from connect_core.sdk import Positions, Signal, SourceBatch, SourceConnector, SourcePosition
+from connect_core.sdk.errors import ConfigError, RetriableError
 from connect_core.sdk.testing import faults
 
 if TYPE_CHECKING:
@@ -250,6 +250,46 @@ class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
         if any(v is not None and "${" in v for v in values):
             return {}
         return checked_server("MariaDB", config.server(), config.probe_timeout_ms, lambda cut: _probe(config, cut))
+
+    def check_signal(self, config: MariaDbCdcConfig, signal: Signal) -> None:
+        """An `execute-snapshot`'s tables, checked against the server within `probe.timeout.ms` before
+        the signal is queued: each captured, not the signal table, with a key a chunk query can follow
+        (`_keys`). A ConfigError (400) names every table the run could not act on and why; a server
+        that does not answer in time is a RetriableError (503). Not checked while a connection setting
+        is a provider's placeholder (the run checks it)."""
+        values = (config.database_hostname, config.database_user, config.database_password)
+        if signal.type != "execute-snapshot" or any(v is not None and "${" in v for v in values):
+            return
+
+        def check(cut: Interrupts) -> dict[str, list[str]]:
+            with _server.connect(config, cut=cut) as conn:
+                tables = {t.qualified: t for t in _server.captured_tables(conn, config)}
+            keys = _keys(list(tables.values()))
+            problems = []
+            for name in [str(n) for n in signal.data.get("data-collections") or []]:
+                if name not in tables:
+                    problems.append(f"`{name}` is not a captured table (name it `database.table`)")
+                elif name == config.signal_data_collection:
+                    problems.append(f"`{name}` is the signal table: its rows are signals, not data")
+                elif not keys[name]:
+                    problems.append(
+                        f"`{name}` has no key to read it in chunks by (a primary key, not of a floating-point, "
+                        "enum or set type)"
+                    )
+            return {"data.data-collections": problems} if problems else {}
+
+        try:
+            problems = within(config.probe_timeout_ms / 1000, check, "mariadb-cdc-signal")
+        except ProbeTimeout as exc:
+            raise RetriableError(
+                f"MariaDB at {config.server()} did not answer within {config.probe_timeout_ms} ms "
+                "(probe.timeout.ms): the signal is not queued; send it again once the server answers"
+            ) from exc
+        if problems:
+            raise ConfigError(
+                "the signal cannot be acted on: " + "; ".join(p for found in problems.values() for p in found),
+                problems,
+            )
 
     def claims(self, name: str, config: MariaDbCdcConfig) -> dict[str, str]:
         """The replica id the binlog client registers with: a server drops the older of two clients
