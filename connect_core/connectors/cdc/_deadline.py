@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 
 from connect_core.sdk.errors import ConfigError, RetriableError
 
-__all__ = ["MAX_CONCURRENT", "Interrupts", "ProbeTimeout", "ProbesBusy", "checked_server", "within"]
+__all__ = ["MAX_CONCURRENT", "Interrupts", "ProbeTimeout", "ProbesBusy", "checked_server", "checked_signal", "within"]
 
 #: Checks that may wait on servers at once in one process: each holds a REST worker thread for up to
 #: its deadline, so many stalled ones would starve every other request.
@@ -145,3 +145,22 @@ def checked_server(
         return {"database.hostname": [str(exc)]}
     except Exception as exc:  # a query the server refused: the config cannot work as it is
         return {"database.hostname": [f"checking {what} at {server}: {str(exc).strip()}"]}
+
+
+def checked_signal(
+    what: str, server: str, timeout_ms: int, check: Callable[[Interrupts], dict[str, list[str]]]
+) -> None:
+    """A signal checked against the database `what` at `server` before it is queued, within
+    `timeout_ms` (`probe.timeout.ms`): ConfigError (a 400) naming every problem `check` finds, by the
+    signal's key at fault; RetriableError (a 503) when the server does not answer in time."""
+    try:
+        problems = within(timeout_ms / 1000, check, f"{what.lower()}-cdc-signal")
+    except ProbeTimeout as exc:
+        raise RetriableError(
+            f"{what} at {server} did not answer within {timeout_ms} ms (probe.timeout.ms): the signal is not "
+            "queued; send it again once the server answers"
+        ) from exc
+    if problems:
+        raise ConfigError(
+            "the signal cannot be acted on: " + "; ".join(p for found in problems.values() for p in found), problems
+        )

@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc import _signal_table
-from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
+from connect_core.connectors.cdc._deadline import Interrupts, checked_server, checked_signal
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import MariaDbCdcConfig, server_identity
 from connect_core.connectors.cdc.envelope import MYSQL_SOURCE, ChangeTable, records_of, topic_for
 from connect_core.connectors.cdc.mariadb import _binlog, _incremental, _server
 from connect_core.sdk import Positions, Signal, SourceBatch, SourceConnector, SourcePosition
-from connect_core.sdk.errors import ConfigError, RetriableError
+from connect_core.sdk.errors import ConfigError
 from connect_core.sdk.testing import faults
 
 if TYPE_CHECKING:
@@ -278,18 +278,7 @@ class MariaDbCdcSourceConnector(SourceConnector[MariaDbCdcConfig]):
                     )
             return {"data.data-collections": problems} if problems else {}
 
-        try:
-            problems = within(config.probe_timeout_ms / 1000, check, "mariadb-cdc-signal")
-        except ProbeTimeout as exc:
-            raise RetriableError(
-                f"MariaDB at {config.server()} did not answer within {config.probe_timeout_ms} ms "
-                "(probe.timeout.ms): the signal is not queued; send it again once the server answers"
-            ) from exc
-        if problems:
-            raise ConfigError(
-                "the signal cannot be acted on: " + "; ".join(p for found in problems.values() for p in found),
-                problems,
-            )
+        checked_signal("MariaDB", config.server(), config.probe_timeout_ms, check)
 
     def claims(self, name: str, config: MariaDbCdcConfig) -> dict[str, str]:
         """The replica id the binlog client registers with: a server drops the older of two clients

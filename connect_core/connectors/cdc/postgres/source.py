@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from connect_core.connectors.cdc import _signal_table
-from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, within
+from connect_core.connectors.cdc._deadline import Interrupts, ProbeTimeout, checked_server, checked_signal, within
 from connect_core.connectors.cdc._source import CdcSourceTask, source_partition
 from connect_core.connectors.cdc.config import PostgresCdcConfig
 from connect_core.connectors.cdc.envelope import records_of, topic_for
@@ -289,18 +289,7 @@ class PostgresCdcSourceConnector(SourceConnector[PostgresCdcConfig]):
             with _server.connect(config, cut) as conn:
                 return _signals.signal_problems(conn, config, signal.data)
 
-        try:
-            problems = within(config.probe_timeout_ms / 1000, check, "pg-cdc-signal")
-        except ProbeTimeout as exc:
-            raise RetriableError(
-                f"PostgreSQL at {config.server()} did not answer within {config.probe_timeout_ms} ms "
-                "(probe.timeout.ms): the signal is not queued; send it again once the server answers"
-            ) from exc
-        if problems:
-            raise ConfigError(
-                "the signal cannot be acted on: " + "; ".join(p for found in problems.values() for p in found),
-                problems,
-            )
+        checked_signal("PostgreSQL", config.server(), config.probe_timeout_ms, check)
 
     def claims(self, name: str, config: PostgresCdcConfig) -> dict[str, str]:
         """The slot (a server's, whatever the database) and a publication the connector creates or
