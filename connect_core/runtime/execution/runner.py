@@ -353,7 +353,7 @@ class TaskRunner:
         previous = next(iter(committed.values())).metadata if committed else {}
         told = told_of(previous)
         plan = plan_batch(
-            self._topics.segments_after(start), self._topics.resyncs.replacing(owned), start, told, max_rows
+            self._topics.segments_after(start, max_rows), self._topics.resyncs.replacing(owned), start, told, max_rows
         )
         segments = plan.segments
         batch: SinkBatch | None = None
