@@ -245,22 +245,8 @@ class Store:
             raise RuntimeError(f"connect {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         return proc.stdout
 
-    def setup(self) -> None:
-        """A fresh metadata store, home and target table; the two connectors."""
-        with data.pg("postgres") as conn, conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS {self.meta_db} WITH (FORCE)")
-            cur.execute(f"CREATE DATABASE {self.meta_db}")
-        with data.pg(data.TARGET_DB) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
-            cur.execute(f"CREATE SCHEMA {self.schema}")
-            cur.execute(TABLE_DDL.format(table=self.target))
-            cur.execute(
-                "CREATE TABLE IF NOT EXISTS connect_sink_offsets (connector text, topic text, partition int, "
-                "next_offset bigint NOT NULL, PRIMARY KEY (connector, topic, partition))"
-            )
-            cur.execute("DELETE FROM connect_sink_offsets WHERE connector = %s", (self.sink,))
-        shutil.rmtree(self.home, ignore_errors=True)
-        self.home.mkdir(parents=True)
+    def source_config(self) -> dict[str, Any]:
+        """The CDC source's config (`source_extra` over the bench's)."""
         source: dict[str, Any] = {
             "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
             "database.hostname": self.src.host,
@@ -277,6 +263,31 @@ class Store:
         if self.batch:
             source["max.batch.size"] = str(self.batch)
         source.update(self.source_extra)
+        return source
+
+    def put_source(self, extra: dict[str, str]) -> None:
+        """The source's config with `extra` instead of `source_extra` (`connect put`)."""
+        self.source_extra = dict(extra)
+        path = self.home / f"{self.source}.json"
+        path.write_text(json.dumps(self.source_config()))
+        self.cli("put", self.source, "--config", str(path))
+
+    def setup(self) -> None:
+        """A fresh metadata store, home and target table; the two connectors."""
+        with data.pg("postgres") as conn, conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS {self.meta_db} WITH (FORCE)")
+            cur.execute(f"CREATE DATABASE {self.meta_db}")
+        with data.pg(data.TARGET_DB) as conn, conn.cursor() as cur:
+            cur.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+            cur.execute(f"CREATE SCHEMA {self.schema}")
+            cur.execute(TABLE_DDL.format(table=self.target))
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS connect_sink_offsets (connector text, topic text, partition int, "
+                "next_offset bigint NOT NULL, PRIMARY KEY (connector, topic, partition))"
+            )
+            cur.execute("DELETE FROM connect_sink_offsets WHERE connector = %s", (self.sink,))
+        shutil.rmtree(self.home, ignore_errors=True)
+        self.home.mkdir(parents=True)
         server = data.PG_SERVER
         sink = {
             "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
@@ -294,7 +305,7 @@ class Store:
             "transforms.route.regex": f"{TOPIC_PREFIX}\\.public\\.(.*)",
             "transforms.route.replacement": "$1",
         }
-        for name, config in ((self.source, source), (self.sink, sink)):
+        for name, config in ((self.source, self.source_config()), (self.sink, sink)):
             path = self.home / f"{name}.json"
             path.write_text(json.dumps(config))
             self.cli("create", name, "--config", str(path))

@@ -243,18 +243,52 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 @dataclass
+class Pass:
+    """One incremental snapshot of the table, with `parallel` chunk reads at once."""
+
+    parallel: int
+    rows: int = 0
+    wall_s: float = 0.0
+    source_s: float = 0.0
+    runs: int = 0
+    during: list[float] = field(default_factory=list)
+
+
+def incremental(store: Store, loop: Loop, parallel: int, rows: int, probe_id: int) -> Pass:
+    """`connect snapshot src public.items`, then probes until its progress is gone."""
+    done = Pass(parallel)
+    with connect_pg(store.src.dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM items WHERE id <= %s", (rows,))
+        done.rows = int(cur.fetchone()[0])  # what the snapshot reads (up to its largest key)
+    store.cli("snapshot", store.source, "public.items")
+    signalled = time.perf_counter()
+    runs_before = len(loop.source_runs)
+    print(f"incremental snapshot, {parallel} chunk read(s) at once: probes until it ends", flush=True)
+    while True:
+        time.sleep(random.uniform(0.5, 2.5))
+        probe_id += 1
+        done.during.append(probe(store, probe_id, loop))
+        now = progress(store)
+        if now is None and not waiting_signals(store):
+            break
+        print(f"  latency {done.during[-1]:.2f} s; read {int((now or {}).get('rows', 0)):,} rows", flush=True)
+    # ended: seen from here after a probe (at most a probe's cycle late, a few seconds)
+    done.wall_s = time.perf_counter() - signalled
+    runs = [r for r in loop.source_runs[runs_before:] if r[0] <= signalled + done.wall_s]
+    done.runs = len(runs)
+    done.source_s = sum(w for _, w, _ in runs)
+    return done
+
+
+@dataclass
 class Result:
     rows: int
     rate: int
     initial_source_s: float = 0.0
     initial_wall_s: float = 0.0
     initial_commands: int = 0
-    snapshot_wall_s: float = 0.0
-    snapshot_source_s: float = 0.0
-    snapshot_rows: int = 0
-    snapshot_runs: int = 0
     idle: list[float] = field(default_factory=list)
-    during: list[float] = field(default_factory=list)
+    passes: list[Pass] = field(default_factory=list)
     writer_changes: int = 0
     writer_s: float = 0.0
     checksum_equal: bool = False
@@ -312,26 +346,10 @@ def bench(args: argparse.Namespace) -> Result:
                 result.idle.append(probe(store, probe_id, loop))
                 print(f"  idle latency {result.idle[-1]:.2f} s", flush=True)
 
-            with connect_pg(src.dsn) as conn, conn.cursor() as cur:
-                cur.execute("SELECT count(*) FROM items WHERE id <= %s", (args.rows,))
-                result.snapshot_rows = int(cur.fetchone()[0])  # what the snapshot reads (up to its largest key)
-            store.cli("snapshot", store.source, "public.items")
-            signalled = time.perf_counter()
-            runs_before = len(loop.source_runs)
-            print("incremental snapshot: probes until it ends", flush=True)
-            while True:
-                time.sleep(random.uniform(0.5, 2.5))
-                probe_id += 1
-                result.during.append(probe(store, probe_id, loop))
-                now = progress(store)
-                if now is None and not waiting_signals(store):
-                    break
-                print(f"  latency {result.during[-1]:.2f} s; read {int((now or {}).get('rows', 0)):,} rows", flush=True)
-            # ended: seen from here after a probe (at most a probe's cycle late, a few seconds)
-            result.snapshot_wall_s = time.perf_counter() - signalled
-            snapshot_runs = [r for r in loop.source_runs[runs_before:] if r[0] <= signalled + result.snapshot_wall_s]
-            result.snapshot_runs = len(snapshot_runs)
-            result.snapshot_source_s = sum(w for _, w, _ in snapshot_runs)
+            for parallel in args.parallel:
+                store.put_source({**extra, "incremental.snapshot.parallel.reads": str(parallel)})
+                result.passes.append(incremental(store, loop, parallel, args.rows, probe_id))
+                probe_id += len(result.passes[-1].during)
             writer.stop()
             result.writer_changes, result.writer_s = writer.changes, writer.seconds
             loop.stop()
@@ -365,14 +383,29 @@ def _s(value: float | None, digits: int = 2) -> str:
 
 def section(args: argparse.Namespace, r: Result, load: float) -> list[str]:
     initial_rate = r.rows / r.initial_source_s if r.initial_source_s else 0.0
-    snap_rate = r.snapshot_rows / r.snapshot_wall_s if r.snapshot_wall_s else 0.0
-    snap_source_rate = r.snapshot_rows / r.snapshot_source_s if r.snapshot_source_s else 0.0
-    idle99, during99 = pct(r.idle, 0.99), pct(r.during, 0.99)
-    ratio = during99 / idle99 if idle99 and during99 else None
+    idle99 = pct(r.idle, 0.99)
     changes_s = r.writer_changes / r.writer_s if r.writer_s else 0.0
     cmd = f"python bench/snapshot_bench.py --rows {args.rows} --rate {args.rate} --samples {args.samples}"
     if (args.chunk, args.per_run) != (10_000, 100_000):
         cmd += f" --chunk {args.chunk} --per-run {args.per_run}"
+    if args.parallel != [1, 4]:
+        cmd += f" --parallel {','.join(map(str, args.parallel))}"
+    snapshots, latencies, ratios = [], [], []
+    for p in r.passes:
+        what = f"incremental, {p.parallel} chunk read(s) at once (`incremental.snapshot.parallel.reads={p.parallel}`)"
+        source_rate = p.rows / p.source_s if p.source_s else 0.0
+        snapshots.append(
+            f"| {what} | {p.rows:,} | {p.source_s:.1f} | {source_rate:,.0f} | {p.wall_s:.1f} |"
+            f" {p.rows / p.wall_s if p.wall_s else 0:,.0f} |"
+        )
+        during99 = pct(p.during, 0.99)
+        latencies.append(f"| during the {what} | {len(p.during)} | {_s(pct(p.during, 0.5))} | {_s(during99)} |")
+        ratio = during99 / idle99 if idle99 and during99 else None
+        ratios.append(
+            f"parallel reads {p.parallel}: p99 during / idle **{_s(ratio)}x** (the issue's bound: 2x),"
+            f" incremental / initial throughput (source runs) **{source_rate / initial_rate if initial_rate else 0:.2f}x**"
+            f" in {p.runs} source runs"
+        )
     return [
         f"## incremental snapshot: {r.rows:,} rows re-read while {args.rate:,} changes/s stream, warm pool",
         "",
@@ -380,24 +413,22 @@ def section(args: argparse.Namespace, r: Result, load: float) -> list[str]:
         " → topic → JDBC sink (upsert by key, deletes) into the shared server, both connectors on a warm pool"
         " (`connect pools start warm`), `connect run src sink` back to back. The writer made"
         f" {r.writer_changes:,} changes in {r.writer_s:.0f} s ({changes_s:,.0f}/s: updates, inserts, deletes,"
-        f" key moves). Chunks of {args.chunk:,} rows, at most {args.per_run:,} rows a run."
+        f" key moves). Chunks of {args.chunk:,} rows, at most {args.per_run:,} rows a run; the table re-read"
+        f" once per `--parallel` value, one after the other, the writer going all along."
         f" 1-minute load average before: {load:.2f} (2 cores, shared with the databases).",
         "",
         "| snapshot | rows | source runs s | rows/s (source runs) | wall s | rows/s (wall) |",
         "|---|---:|---:|---:|---:|---:|",
         f"| initial (`snapshot.mode=initial`, no writer) | {r.rows:,} | {r.initial_source_s:.1f} |"
         f" {initial_rate:,.0f} | {r.initial_wall_s:.1f} | {r.rows / r.initial_wall_s if r.initial_wall_s else 0:,.0f} |",
-        f"| incremental (signal, while the writer streams) | {r.snapshot_rows:,} | {r.snapshot_source_s:.1f} |"
-        f" {snap_source_rate:,.0f} | {r.snapshot_wall_s:.1f} | {snap_rate:,.0f} |",
+        *snapshots,
         "",
         "| streaming latency (probe commit → in the target) | samples | p50 s | p99 s |",
         "|---|---:|---:|---:|",
         f"| idle (writer on, no snapshot) | {len(r.idle)} | {_s(pct(r.idle, 0.5))} | {_s(idle99)} |",
-        f"| during the incremental snapshot | {len(r.during)} | {_s(pct(r.during, 0.5))} | {_s(during99)} |",
+        *latencies,
         "",
-        f"p99 during / idle: **{_s(ratio)}x** (the issue's bound: 2x). Incremental / initial throughput"
-        f" (source runs): **{snap_source_rate / initial_rate if initial_rate else 0:.2f}x**, in"
-        f" {r.snapshot_runs} source runs. After the writer stopped, {r.converge_commands} command(s) to"
+        "; ".join(ratios) + f". After the writer stopped, {r.converge_commands} command(s) to"
         f" converge; target = source by checksum: **{'yes' if r.checksum_equal else 'NO'}** ({r.final})."
         f" Per key, over the topic: {r.checked:,} snapshot events of keys the writer changed,"
         f" **{r.stale}** older than an earlier event of their key.",
@@ -412,6 +443,12 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=20, help="idle latency probes")
     parser.add_argument("--chunk", type=int, default=10_000, help="incremental.snapshot.chunk.size")
     parser.add_argument("--per-run", type=int, default=100_000, help="incremental.snapshot.max.rows.per.run")
+    parser.add_argument(
+        "--parallel",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[1, 4],
+        help="incremental.snapshot.parallel.reads of each re-read, in turn (comma-separated)",
+    )
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()

@@ -55,8 +55,15 @@ def test_a_kill_at_each_point_of_a_chunks_life_loses_and_repeats_nothing(
         "CREATE TABLE items (id int PRIMARY KEY, label text, qty int)",
         "INSERT INTO items SELECT g, 'item ' || g, g FROM generate_series(1, 32) g",
     )
+    # a run's 4 chunks read by 2 Spark tasks of the spark-submit, in the run's exported snapshot
     source = pg_capture(
-        pg_db, "public.items", **{"incremental.snapshot.chunk.size": "4", "incremental.snapshot.max.rows.per.run": "16"}
+        pg_db,
+        "public.items",
+        **{
+            "incremental.snapshot.chunk.size": "4",
+            "incremental.snapshot.max.rows.per.run": "16",
+            "incremental.snapshot.parallel.reads": "2",
+        },
     )
     (tmp_path / "src.json").write_text(json.dumps(source))
     (tmp_path / "sink.json").write_text(json.dumps(replica_sink(target.jdbc_url, _TOPIC)))

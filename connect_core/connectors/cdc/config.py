@@ -190,6 +190,17 @@ class PostgresCdcConfig(CdcConfig):
         description="Connections that read the initial snapshot at once (a big table with an integer key "
         "in as many ranges of it), all in the slot's exported snapshot.",
     )
+    incremental_snapshot_parallel_reads: int = Field(
+        default=1,
+        alias="incremental.snapshot.parallel.reads",
+        ge=1,
+        le=64,
+        description="Chunks of an incremental snapshot's run read at once, each by a Spark task on a connection of "
+        "its own, all in the run's one snapshot (`pg_export_snapshot`); 1: one after the other, by the driver. Worth "
+        "it where a chunk's read is most of a run (a remote server with cores to spare, wide rows): the Spark job "
+        "costs about half a second a run (measured: on 2 cores with the server local, 100,000 rows a run read in "
+        "0.2 s by the driver, 0.65 s by 2 tasks).",
+    )
     slot_drop_on_stop: bool = Field(
         default=False, alias="slot.drop.on.stop", description="Drop the slot when the connector is deleted."
     )

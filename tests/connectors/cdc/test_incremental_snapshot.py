@@ -75,12 +75,15 @@ def _converge(runtime: Runtime, runner: Any, pg_db: PgServer, target: Database) 
     assert target.rows(_ROWS) == pg_db.rows(_ROWS)
 
 
+@pytest.mark.parametrize("parallel", ["1", "3"])
 def test_a_lost_table_is_re_read_while_changes_stream(
     pg_db: PgServer,
     runtime: Runtime,
     target: Database,  # noqa: F811
+    parallel: str,
 ) -> None:
-    runner = _pipeline(pg_db, runtime, target)
+    # 3: each run's 5 chunks read by 3 Spark tasks in the run's exported snapshot
+    runner = _pipeline(pg_db, runtime, target, **{"incremental.snapshot.parallel.reads": parallel})
     _sync(runner)
     assert target.rows("SELECT count(*) FROM items") == [(100,)]
     target.execute("DELETE FROM items WHERE id % 3 = 0")  # the sink's target lost rows

@@ -7,9 +7,12 @@ hands a run the ones sent over REST) changes the progress kept in the source's c
 had when its read began. Each run that has a table to read:
 
 1. reads the next chunks of the table, up to `incremental.snapshot.chunk.size` rows each and
-   `max.batch.size` in all, in key order, in one read-only REPEATABLE READ transaction whose first
-   statement takes its snapshot (`pg_current_snapshot()`: the low watermark, with no write to the
-   source);
+   `incremental.snapshot.max.rows.per.run` in all, in key order, in one read-only REPEATABLE READ
+   transaction whose first statement takes its snapshot (`pg_current_snapshot()`: the low
+   watermark, with no write to the source). One query over the key columns gives the chunks' key
+   ranges; the chunks are then read by Spark tasks, `incremental.snapshot.parallel.reads` at once,
+   each on a connection of its own that imports the transaction's snapshot (`pg_export_snapshot`),
+   so every row is read as of the one watermark;
 2. only then reads the WAL end it streams to (the high watermark): every transaction the chunk's
    snapshot saw committed before it, so its changes are in this run's stream (or an earlier one's);
 3. streams as any run does, and drops each chunk row whose key a streamed transaction the
@@ -25,8 +28,9 @@ carries them.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +43,7 @@ from connect_core.connectors.cdc.postgres._signals import filter_columns
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import SparkSession
 
 __all__ = ["STATE", "Chunk", "apply_signals", "merge", "next_table", "progress_stats", "read_chunks"]
 
@@ -59,7 +64,11 @@ class Chunk:
 
 
 def read_chunks(
-    cfg: PostgresCdcConfig, tables: Mapping[str, _server.Table], progress: dict[str, Any], limit: int
+    cfg: PostgresCdcConfig,
+    tables: Mapping[str, _server.Table],
+    progress: dict[str, Any],
+    limit: int,
+    spark: SparkSession | None = None,
 ) -> Chunk | None:
     """The next rows of the current table (up to `limit`), read in one read-only snapshot, in the
     order of its key (its `surrogate-key` when the signal named one), only those its filter keeps;
@@ -85,15 +94,14 @@ def read_chunks(
     conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)
     try:
         try:
-            return _read(cfg, conn, table, progress, limit, key, key_names, surrogate, condition)
-        except psycopg2.DataError as exc:
+            return _read(cfg, conn, table, progress, limit, key, key_names, surrogate, condition, spark)
+        except (psycopg2.DataError, _TaskFailed) as exc:
             # a row the filter cannot be evaluated on (a cast of a value that is no number): every run
             # would fail the same way, and stop the stream with it. Given up, its values not quoted
             # (they may be a masked column's).
             conn.rollback()
-            return _given_up(
-                table, progress, f"its filter failed on a row ({type(exc).__name__}, SQLSTATE {exc.pgcode})"
-            )
+            kind = exc.kind if isinstance(exc, _TaskFailed) else type(exc).__name__
+            return _given_up(table, progress, f"its filter failed on a row ({kind}, SQLSTATE {exc.pgcode})")
     finally:
         conn.close()
 
@@ -108,15 +116,13 @@ def _read(
     key_names: list[str],
     surrogate: str | None,
     condition: str | None,
+    spark: SparkSession | None,
 ) -> Chunk:
-    """`read_chunks`' reads, on `conn`, in one read-only REPEATABLE READ transaction."""
+    """`read_chunks`' reads, in one read-only REPEATABLE READ transaction on `conn` (and, with
+    `spark`, in Spark tasks that import its snapshot)."""
     name = f"{_server.quote(table.schema)}.{_server.quote(table.name)}"
-    # each value as pgoutput streams it (`output_text`): what the stream's events are compared with
-    columns = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=True) for c in table.columns)
     # qualified: `ORDER BY "id"` would sort by the output column `"id"::text`, as text
     keys = ", ".join(f"s.{_server.quote(c.name)}" for c in key)
-    # the filter names the columns unqualified (the query reads one table); `%` doubled for psycopg2
-    where = f" AND ({condition.replace('%', '%%')})" if condition else ""
     conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
     with conn.cursor() as cur:
         cur.execute("SELECT pg_current_snapshot()::text")  # the first statement: the transaction's snapshot
@@ -144,27 +150,145 @@ def _read(
                 progress.update(table=None)
                 return Chunk(table, [], snapshot, next_table(progress))
             progress["max_key"] = list(found)
-        rows: list[tuple[Any, ...]] = []
-        positions = [i for name_ in key_names for i, c in enumerate(table.columns) if c.name == name_]
-        while len(rows) < limit:
-            after = f"({keys}) > ({cast}) AND " if progress.get("last_key") is not None else ""
-            params = [*(progress.get("last_key") or []), *progress["max_key"]]
-            size = min(cfg.incremental_snapshot_chunk_size, limit - len(rows))
-            cur.execute(
-                f"SELECT {columns} FROM {name} AS s WHERE {after}({keys}) <= ({cast}){where} "
-                f"ORDER BY {keys} LIMIT {size}",
-                params,
+        # the filter names the columns unqualified (the query reads one table); `%` doubled for psycopg2
+        where = f" AND ({condition.replace('%', '%%')})" if condition else ""
+        after = f"({keys}) > ({cast}) AND " if progress.get("last_key") is not None else ""
+        ranges, total = _ranges(cur, cfg, name, key, f"{after}({keys}) <= ({cast}){where}", progress, limit)
+        # each value as pgoutput streams it (`output_text`): what the stream's events are compared with
+        columns = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=True) for c in table.columns)
+        reads = [
+            (
+                f"SELECT {columns} FROM {name} AS s WHERE {f'({keys}) > ({cast}) AND ' if low is not None else ''}"
+                f"({keys}) <= ({cast}){where} ORDER BY {keys}",
+                (*(low or []), *high),
             )
-            read = cur.fetchall()
-            rows += read
-            progress["chunks"] = int(progress.get("chunks", 0)) + 1
-            progress["rows"] = int(progress.get("rows", 0)) + len(read)
-            if len(read) < size:
-                progress.update(table=None)  # read to its largest key: the next table
-                break
-            progress["last_key"] = [read[-1][i] for i in positions]
+            for low, high in ranges
+        ]
+        parallel = min(cfg.incremental_snapshot_parallel_reads, len(reads))
+        if spark is None or parallel < 2:
+            rows = [row for query, params in reads for row in _fetch(cur, query, params)]
+        else:
+            cur.execute("SELECT pg_export_snapshot()")  # this transaction's snapshot, for the tasks to read in
+            rows = _read_in_tasks(spark, cfg, cur.fetchone()[0], reads, parallel, len(table.columns))
+        progress["chunks"] = int(progress.get("chunks", 0)) + len(reads)
+        progress["rows"] = int(progress.get("rows", 0)) + total
+        if total < limit:
+            progress.update(table=None)  # read to its largest key: the next table
+        else:
+            progress["last_key"] = list(ranges[-1][1])
     conn.rollback()
     return Chunk(table, rows, snapshot, next_table(progress), by=surrogate if not table.key else None)
+
+
+def _ranges(
+    cur: Any,
+    cfg: PostgresCdcConfig,
+    name: str,
+    key: list[Any],
+    where: str,
+    progress: dict[str, Any],
+    limit: int,
+) -> tuple[list[tuple[list[str] | None, list[str]]], int]:
+    """The chunks of the run's next rows (up to `limit` of those `where` keeps, in key order):
+    each chunk's key range, `(after, up to and with)` (after None: from the start), as text; and how
+    many rows they hold. One query over the key columns only."""
+    picked = ", ".join(f"s.{_server.quote(c.name)} AS k{i}" for i, c in enumerate(key))
+    order = ", ".join(f"k{i}" for i in range(len(key)))
+    texts = ", ".join(_server.output_text(f"k{i}", escaped=True) for i in range(len(key)))
+    size = cfg.incremental_snapshot_chunk_size
+    cur.execute(
+        f"SELECT {texts}, n, total FROM (SELECT *, row_number() OVER (ORDER BY {order}) AS n, count(*) OVER () AS "
+        f"total FROM (SELECT {picked} FROM {name} AS s WHERE {where} ORDER BY {order} LIMIT {limit}) AS w) AS b "
+        f"WHERE n %% {size} = 0 OR n = total ORDER BY n",
+        [*(progress.get("last_key") or []), *progress["max_key"]],
+    )
+    ends = cur.fetchall()
+    if not ends:
+        return [], 0
+    width = len(key)
+    highs = [list(row[:width]) for row in ends]
+    lows = [progress.get("last_key"), *highs[:-1]]
+    return list(zip(lows, highs, strict=True)), int(ends[-1][-1])
+
+
+def _fetch(cur: Any, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    cur.execute(query, params)
+    return list(cur.fetchall())
+
+
+class _TaskFailed(Exception):
+    """A chunk's read in a Spark task failed on a row (psycopg2's `DataError`, raised again in the driver)."""
+
+    def __init__(self, kind: str, pgcode: str | None) -> None:
+        super().__init__(f"{kind}, SQLSTATE {pgcode}")
+        self.kind, self.pgcode = kind, pgcode
+
+
+def _read_in_tasks(
+    spark: SparkSession,
+    cfg: PostgresCdcConfig,
+    exported: str,
+    reads: list[tuple[str, tuple[Any, ...]]],
+    parallel: int,
+    width: int,
+) -> list[tuple[Any, ...]]:
+    """The chunks' rows (of `width` columns), in their order: read by `parallel` Spark tasks
+    (DataFrame API: on a Spark Connect pool too), each reading every `parallel`-th chunk on a
+    connection of its own, in snapshot `exported`. The exporting transaction stays open until every
+    task has read (the caller's), so each reads the snapshot the watermarks were taken with."""
+    import pyarrow.compute as pc
+
+    numbered = [(i, query, params) for i, (query, params) in enumerate(reads)]
+    groups = [numbered[i::parallel] for i in range(parallel)]
+    read = functools.partial(_read_groups, cfg, exported, groups, width)
+    # what the tasks give back: each chunk's rows, a column of text per column of the table, by chunk
+    # and place in it; a chunk -1 row: a read's `DataError`, its kind and SQLSTATE in the first column
+    schema = ", ".join(["chunk int", "n int", *(f"c{i} string" for i in range(width))])
+    # one row, so one task, per group
+    found = spark.range(0, parallel, 1, parallel).mapInArrow(read, schema).toArrow()
+    failed = found.filter(pc.equal(found.column("chunk"), -1))
+    if failed.num_rows:
+        raise _TaskFailed(*str(failed.column("c0")[0]).split(":", 1))
+    ordered = found.sort_by([("chunk", "ascending"), ("n", "ascending")])
+    return list(zip(*(ordered.column(f"c{i}").to_pylist() for i in range(width)), strict=True))
+
+
+def _read_groups(
+    cfg: PostgresCdcConfig,
+    exported: str,
+    groups: list[list[tuple[int, str, tuple[Any, ...]]]],
+    width: int,
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """In a Spark task (`mapInArrow`): the groups its rows name, each group's chunks (index in the
+    run, query, parameters) read on one connection in snapshot `exported`; a read's `DataError` (a row
+    its filter fails on) as a chunk -1 row. A snapshot that cannot be imported fails the task (and the
+    run)."""
+    import psycopg2
+
+    from connect_core.connectors.cdc.postgres._snapshot import in_snapshot
+
+    for batch in batches:
+        for group in batch.column("id").to_pylist():
+            with in_snapshot(cfg, exported) as conn, conn.cursor() as cur:
+                for i, query, params in groups[group]:
+                    try:
+                        rows = _fetch(cur, query, params)
+                    except psycopg2.DataError as exc:
+                        failed = (f"{type(exc).__name__}:{exc.pgcode}", *[None] * (width - 1))
+                        yield _task_rows(-1, [failed], width)
+                        return
+                    yield _task_rows(i, rows, width)
+
+
+def _task_rows(chunk: int, rows: list[tuple[Any, ...]], width: int) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    columns = [pa.array([row[i] for row in rows], pa.string()) for i in range(width)]
+    return pa.RecordBatch.from_arrays(
+        [pa.array([chunk] * len(rows), pa.int32()), pa.array(range(len(rows)), pa.int32()), *columns],
+        names=["chunk", "n", *(f"c{i}" for i in range(width))],
+    )
 
 
 def _given_up(table: _server.Table, progress: dict[str, Any], why: str) -> Chunk:

@@ -17,7 +17,7 @@ from connect_core.connectors.cdc.postgres import _server
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CHUNK_MIN_BYTES", "snapshot"]
+__all__ = ["CHUNK_MIN_BYTES", "in_snapshot", "snapshot"]
 
 
 #: Integer types a primary key can be split into ranges by.
@@ -44,14 +44,14 @@ def snapshot(
     from concurrent.futures import ThreadPoolExecutor
 
     threads = cfg.snapshot_max_threads
-    with _snapshot_connection(cfg, snapshot) as conn:
+    with in_snapshot(cfg, snapshot) as conn:
         chunks = [chunk for table in tables for chunk in _chunks(conn, table, threads)]
         if threads == 1 or len(chunks) == 1:
             rows = [_read_chunk(conn, chunk) for chunk in chunks]
         else:
 
             def read(chunk: _Chunk) -> list[tuple[Any, ...]]:
-                with _snapshot_connection(cfg, snapshot) as own:
+                with in_snapshot(cfg, snapshot) as own:
                     return _read_chunk(own, chunk)
 
             with ThreadPoolExecutor(min(threads, len(chunks)), thread_name_prefix="snapshot") as pool:
@@ -79,8 +79,9 @@ def snapshot(
 
 
 @contextmanager
-def _snapshot_connection(cfg: PostgresCdcConfig, snapshot: str) -> Iterator[Any]:
-    """A read-only connection in the slot's exported snapshot."""
+def in_snapshot(cfg: PostgresCdcConfig, snapshot: str) -> Iterator[Any]:
+    """A read-only connection in `snapshot` (one `pg_export_snapshot` gave: the slot's, an
+    incremental snapshot's)."""
     import psycopg2
 
     conn = psycopg2.connect(**_server.libpq_args(cfg), options=_server.SESSION)

@@ -87,7 +87,7 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
             before = committed.get(_incremental.STATE)
             options = _snapshot_options(cfg, by_name)
             progress = _incremental.apply_signals(before, self.context.signals, keys, self.log, options)
-            chunk = self._chunk(cfg, by_name, progress)
+            chunk = self._chunk(spark, cfg, by_name, progress)
             if chunk is not None:
                 faults.checkpoint("mid_source")  # a chunk read, the WAL end not yet: nothing of the run is kept
             # the high watermark, read after the chunk's snapshot: every transaction it saw is streamed by now
@@ -142,7 +142,11 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
         return SourceBatch(records, (SourcePosition(partition, offset),), stats=held)
 
     def _chunk(
-        self, cfg: PostgresCdcConfig, by_name: dict[str, _server.Table], progress: dict[str, Any] | None
+        self,
+        spark: SparkSession,
+        cfg: PostgresCdcConfig,
+        by_name: dict[str, _server.Table],
+        progress: dict[str, Any] | None,
     ) -> _incremental.Chunk | None:
         """The incremental snapshot's next rows, read before the run's WAL end is (None: nothing to read)."""
         while progress is not None and not progress.get("paused"):
@@ -150,7 +154,7 @@ class PostgresCdcSourceTask(CdcSourceTask[PostgresCdcConfig]):
                 self.log.warning("incremental snapshot: `%s` is no longer captured: skipped", progress.get("table"))
                 progress = _incremental.next_table({**progress, "table": None})
                 continue
-            chunk = _incremental.read_chunks(cfg, by_name, progress, cfg.incremental_snapshot_max_rows_per_run)
+            chunk = _incremental.read_chunks(cfg, by_name, progress, cfg.incremental_snapshot_max_rows_per_run, spark)
             if chunk is not None and chunk.skipped:
                 self.log.warning("incremental snapshot: `%s` skipped: %s", chunk.table.qualified, chunk.skipped)
             return chunk
