@@ -252,6 +252,7 @@ class Pass:
     source_s: float = 0.0
     runs: int = 0
     during: list[float] = field(default_factory=list)
+    load: tuple[float, float] = (0.0, 0.0)  # the 1-minute load average at its start and its end
 
 
 def incremental(store: Store, loop: Loop, parallel: int, rows: int, probe_id: int) -> Pass:
@@ -260,6 +261,7 @@ def incremental(store: Store, loop: Loop, parallel: int, rows: int, probe_id: in
     with connect_pg(store.src.dsn) as conn, conn.cursor() as cur:
         cur.execute("SELECT count(*) FROM items WHERE id <= %s", (rows,))
         done.rows = int(cur.fetchone()[0])  # what the snapshot reads (up to its largest key)
+    load = os.getloadavg()[0]
     store.cli("snapshot", store.source, "public.items")
     signalled = time.perf_counter()
     runs_before = len(loop.source_runs)
@@ -277,6 +279,7 @@ def incremental(store: Store, loop: Loop, parallel: int, rows: int, probe_id: in
     runs = [r for r in loop.source_runs[runs_before:] if r[0] <= signalled + done.wall_s]
     done.runs = len(runs)
     done.source_s = sum(w for _, w, _ in runs)
+    done.load = (load, os.getloadavg()[0])
     return done
 
 
@@ -388,7 +391,7 @@ def section(args: argparse.Namespace, r: Result, load: float) -> list[str]:
     cmd = f"python bench/snapshot_bench.py --rows {args.rows} --rate {args.rate} --samples {args.samples}"
     if (args.chunk, args.per_run) != (10_000, 100_000):
         cmd += f" --chunk {args.chunk} --per-run {args.per_run}"
-    if args.parallel != [1, 4]:
+    if args.parallel != [1, 2]:
         cmd += f" --parallel {','.join(map(str, args.parallel))}"
     snapshots, latencies, ratios = [], [], []
     for p in r.passes:
@@ -404,7 +407,7 @@ def section(args: argparse.Namespace, r: Result, load: float) -> list[str]:
         ratios.append(
             f"parallel reads {p.parallel}: p99 during / idle **{_s(ratio)}x** (the issue's bound: 2x),"
             f" incremental / initial throughput (source runs) **{source_rate / initial_rate if initial_rate else 0:.2f}x**"
-            f" in {p.runs} source runs"
+            f" in {p.runs} source runs (1-minute load {p.load[0]:.2f} at its start, {p.load[1]:.2f} at its end)"
         )
     return [
         f"## incremental snapshot: {r.rows:,} rows re-read while {args.rate:,} changes/s stream, warm pool",
@@ -446,7 +449,7 @@ def main() -> None:
     parser.add_argument(
         "--parallel",
         type=lambda v: [int(x) for x in v.split(",")],
-        default=[1, 4],
+        default=[1, 2],
         help="incremental.snapshot.parallel.reads of each re-read, in turn (comma-separated)",
     )
     parser.add_argument("--keep", action="store_true")
