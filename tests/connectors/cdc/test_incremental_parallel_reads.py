@@ -5,6 +5,7 @@ table up as the driver's would."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -148,3 +149,80 @@ def test_a_task_that_fails_on_a_row_gives_the_table_up_and_a_lost_snapshot_fails
     one = iter([pa.record_batch({"id": pa.array([0], pa.int64())})])
     with pytest.raises(Exception, match="invalid snapshot identifier"):
         list(real(cfg, "00000003-00000001-1", [[(0, "SELECT 1", ())]], 1, one))
+
+
+@pytest.mark.parametrize("parallel", ["1", "3"])
+def test_names_with_percent_signs_are_read(pg_db: PgServer, spark: Any, parallel: str) -> None:
+    pg_db.execute(
+        'CREATE TABLE "items %s" ("id %" int PRIMARY KEY, "label %%" text)',
+        """INSERT INTO "items %s" SELECT g, '100%' || g FROM generate_series(1, 50) g""",
+    )
+    cfg = PostgresCdcConfig.model_validate(
+        pg_capture(
+            pg_db,
+            "public.items %s",
+            **{"incremental.snapshot.chunk.size": "7", "incremental.snapshot.parallel.reads": parallel},
+        )
+    )
+    tables = _tables(cfg)
+    progress: dict[str, Any] | None = {"table": "public.items %s", "queue": []}
+    rows: list[tuple[Any, ...]] = []
+    while progress is not None:
+        chunk = _incremental.read_chunks(cfg, tables, progress, 20, spark)
+        assert chunk is not None and chunk.skipped is None
+        rows += chunk.rows
+        progress = chunk.progress
+    assert rows == [(str(g), f"100%{g}") for g in range(1, 51)]
+
+
+def test_the_runs_transaction_outlives_a_server_idle_timeout_while_the_tasks_read(pg_db: PgServer, spark: Any) -> None:
+    _setup(pg_db, rows=300)
+    pg_db.execute(f"ALTER DATABASE {pg_db.database} SET idle_in_transaction_session_timeout = '500ms'")
+    cfg = _config(pg_db, **{"incremental.snapshot.parallel.reads": "2"})
+    in_tasks = _incremental._read_in_tasks
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.5)  # a busy pool: the job waits for a slot while the driver's transaction is idle
+        return in_tasks(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_incremental, "_read_in_tasks", slow)
+        chunk = _incremental.read_chunks(cfg, _tables(cfg), {"table": "public.items", "queue": []}, 10_000, spark)
+    assert chunk is not None and len(chunk.rows) == 300
+
+
+def test_a_read_in_the_snapshot_behind_a_queued_ddl_fails_instead_of_waiting_for_ever(
+    pg_db: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import psycopg2
+
+    from connect_core.connectors.cdc.postgres import _snapshot
+
+    _setup(pg_db, rows=10)
+    cfg = _config(pg_db)
+    exporter = pg_db.connect()
+    exporter.autocommit = False
+    ddl = threading.Thread(target=pg_db.execute, args=("ALTER TABLE items ADD COLUMN extra int",))
+    try:
+        with exporter.cursor() as cur:
+            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("SELECT count(*) FROM items")  # holds the table's lock, as the run's transaction does
+            cur.execute("SELECT pg_export_snapshot()")
+            (exported,) = cur.fetchone()
+        ddl.start()  # queued behind the exporter; a read queues behind it: no one moves, unbounded
+        time.sleep(0.5)
+        monkeypatch.setattr(_snapshot, "LOCK_TIMEOUT_S", 1)
+        with (
+            pytest.raises(psycopg2.errors.LockNotAvailable),
+            _snapshot.in_snapshot(cfg, exported) as conn,
+            conn.cursor() as cur,
+        ):
+            cur.execute("SELECT count(*) FROM items")
+    finally:
+        exporter.rollback()  # the DDL goes through
+        exporter.close()
+        ddl.join(timeout=30)
+    assert not ddl.is_alive()
+    assert pg_db.rows("SELECT count(extra) FROM items") == [(0,)]

@@ -135,7 +135,7 @@ def _read(
             (name,),
         )
         types = dict(cur.fetchall())
-        cast = ", ".join(f"%s::{types[c.name]}" for c in key)
+        cast = ", ".join(f"%s::{_p(types[c.name])}" for c in key)
         progress = dict(progress)
         if progress.get("key") != key_names:  # a first chunk, or the key changed since: from the start
             progress.update(key=key_names, last_key=None, max_key=None)
@@ -151,15 +151,17 @@ def _read(
                 return Chunk(table, [], snapshot, next_table(progress))
             progress["max_key"] = list(found)
         # the filter names the columns unqualified (the query reads one table); `%` doubled for psycopg2
-        where = f" AND ({condition.replace('%', '%%')})" if condition else ""
-        after = f"({keys}) > ({cast}) AND " if progress.get("last_key") is not None else ""
-        ranges, total = _ranges(cur, cfg, name, key, f"{after}({keys}) <= ({cast}){where}", progress, limit)
+        where = f" AND ({_p(condition)})" if condition else ""
+        # below, queries run with parameters: every name with its `%` doubled (`_p`)
+        after = f"({_p(keys)}) > ({cast}) AND " if progress.get("last_key") is not None else ""
+        ranges, total = _ranges(cur, cfg, _p(name), key, f"{after}({_p(keys)}) <= ({cast}){where}", progress, limit)
         # each value as pgoutput streams it (`output_text`): what the stream's events are compared with
-        columns = ", ".join(_server.output_text(f"s.{_server.quote(c.name)}", escaped=True) for c in table.columns)
+        columns = ", ".join(_server.output_text(f"s.{_p(_server.quote(c.name))}", escaped=True) for c in table.columns)
         reads = [
             (
-                f"SELECT {columns} FROM {name} AS s WHERE {f'({keys}) > ({cast}) AND ' if low is not None else ''}"
-                f"({keys}) <= ({cast}){where} ORDER BY {keys}",
+                f"SELECT {columns} FROM {_p(name)} AS s WHERE "
+                f"{f'({_p(keys)}) > ({cast}) AND ' if low is not None else ''}"
+                f"({_p(keys)}) <= ({cast}){where} ORDER BY {_p(keys)}",
                 (*(low or []), *high),
             )
             for low, high in ranges
@@ -168,6 +170,8 @@ def _read(
         if spark is None or parallel < 2:
             rows = [row for query, params in reads for row in _fetch(cur, query, params)]
         else:
+            # the transaction waits, idle, while the tasks read: a server's idle timeout must not end it
+            cur.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
             cur.execute("SELECT pg_export_snapshot()")  # this transaction's snapshot, for the tasks to read in
             rows = _read_in_tasks(spark, cfg, cur.fetchone()[0], reads, parallel, len(table.columns))
         progress["chunks"] = int(progress.get("chunks", 0)) + len(reads)
@@ -192,7 +196,7 @@ def _ranges(
     """The chunks of the run's next rows (up to `limit` of those `where` keeps, in key order):
     each chunk's key range, `(after, up to and with)` (after None: from the start), as text; and how
     many rows they hold. One query over the key columns only."""
-    picked = ", ".join(f"s.{_server.quote(c.name)} AS k{i}" for i, c in enumerate(key))
+    picked = ", ".join(f"s.{_p(_server.quote(c.name))} AS k{i}" for i, c in enumerate(key))
     order = ", ".join(f"k{i}" for i in range(len(key)))
     texts = ", ".join(_server.output_text(f"k{i}", escaped=True) for i in range(len(key)))
     size = cfg.incremental_snapshot_chunk_size
@@ -209,6 +213,11 @@ def _ranges(
     highs = [list(row[:width]) for row in ends]
     lows = [progress.get("last_key"), *highs[:-1]]
     return list(zip(lows, highs, strict=True)), int(ends[-1][-1])
+
+
+def _p(sql: str) -> str:
+    """`sql` (a name, a type, a filter) in a query run with parameters: its `%` doubled for psycopg2."""
+    return sql.replace("%", "%%")
 
 
 def _fetch(cur: Any, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
@@ -232,25 +241,28 @@ def _read_in_tasks(
     parallel: int,
     width: int,
 ) -> list[tuple[Any, ...]]:
-    """The chunks' rows (of `width` columns), in their order: read by `parallel` Spark tasks
-    (DataFrame API: on a Spark Connect pool too), each reading every `parallel`-th chunk on a
-    connection of its own, in snapshot `exported`. The exporting transaction stays open until every
-    task has read (the caller's), so each reads the snapshot the watermarks were taken with."""
+    """The chunks' rows (of `width` columns), in their order: read by Spark tasks (DataFrame API: on
+    a Spark Connect pool too), `parallel` at once, each on a connection of its own in snapshot
+    `exported`. The exporting transaction stays open until every task has read (the caller's), so
+    each reads the snapshot the watermarks were taken with."""
     import pyarrow.compute as pc
 
-    numbered = [(i, query, params) for i, (query, params) in enumerate(reads)]
-    groups = [numbered[i::parallel] for i in range(parallel)]
-    read = functools.partial(_read_groups, cfg, exported, groups, width)
     # what the tasks give back: each chunk's rows, a column of text per column of the table, by chunk
     # and place in it; a chunk -1 row: a read's `DataError`, its kind and SQLSTATE in the first column
     schema = ", ".join(["chunk int", "n int", *(f"c{i} string" for i in range(width))])
-    # one row, so one task, per group
-    found = spark.range(0, parallel, 1, parallel).mapInArrow(read, schema).toArrow()
-    failed = found.filter(pc.equal(found.column("chunk"), -1))
-    if failed.num_rows:
-        raise _TaskFailed(*str(failed.column("c0")[0]).split(":", 1))
-    ordered = found.sort_by([("chunk", "ascending"), ("n", "ascending")])
-    return list(zip(*(ordered.column(f"c{i}").to_pylist() for i in range(width)), strict=True))
+    rows: list[tuple[Any, ...]] = []
+    # a Spark job per `parallel` chunks, one a task: what a job brings back through the driver (its
+    # JVM's memory) is `parallel` chunks at most, not the run's rows
+    for first in range(0, len(reads), parallel):
+        wave = [[(i, *reads[i])] for i in range(first, min(first + parallel, len(reads)))]
+        read = functools.partial(_read_groups, cfg, exported, wave, width)
+        found = spark.range(0, len(wave), 1, len(wave)).mapInArrow(read, schema).toArrow()  # a row, a task
+        failed = found.filter(pc.equal(found.column("chunk"), -1))
+        if failed.num_rows:
+            raise _TaskFailed(*str(failed.column("c0")[0]).split(":", 1))
+        ordered = found.sort_by([("chunk", "ascending"), ("n", "ascending")])
+        rows += zip(*(ordered.column(f"c{i}").to_pylist() for i in range(width)), strict=True)
+    return rows
 
 
 def _read_groups(

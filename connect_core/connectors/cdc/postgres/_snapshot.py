@@ -24,6 +24,9 @@ __all__ = ["CHUNK_MIN_BYTES", "in_snapshot", "snapshot"]
 _SPLITTABLE = {20, 21, 23}
 
 
+#: How long a read in an exported snapshot waits for a table's lock before its run fails.
+LOCK_TIMEOUT_S = 30
+
 #: Tables smaller than this are read whole, by one thread.
 CHUNK_MIN_BYTES = 8 << 20
 
@@ -89,6 +92,10 @@ def in_snapshot(cfg: PostgresCdcConfig, snapshot: str) -> Iterator[Any]:
         conn.set_session(isolation_level="REPEATABLE READ", readonly=True)
         with conn.cursor() as cur:
             cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot,))
+            # the exporting transaction holds the table's lock while it waits for this one: a DDL
+            # queued between them would block this read for ever (PostgreSQL sees no deadlock across
+            # connections it does not know wait for each other), so the wait is bounded: the run fails
+            cur.execute("SET LOCAL lock_timeout = %s", (f"{LOCK_TIMEOUT_S}s",))
         yield conn
         conn.rollback()
     finally:
