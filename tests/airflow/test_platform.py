@@ -37,6 +37,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _log_server_ports() -> dict[str, str]:
+    """Free ports for the log servers of Airflow's scheduler and triggerer (8793 and 8794 by
+    default), so that two platforms of the suite's (pytest-xdist's workers) can run at once."""
+    return {
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
+    }
+
+
 def _wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -78,6 +87,7 @@ def platform(database_url: str, pg_server: str, tmp_path: Path) -> Iterator[tupl
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CONNECT_", "AIRFLOW"))}
     env.update(CONNECT_DATABASE_URL=database_url, CONNECT_HOME=str(tmp_path / "home"), SPARK_LOCAL_IP="127.0.0.1")
     env["CONNECT_WARM_POOL"] = "false"  # the classic path; tests/airflow/test_platform_warm_pool.py has the default
+    env.update(_log_server_ports())
     log = (tmp_path / "platform.log").open("w")
     # Started from tmp_path with no CONNECT_FILE_ALLOWED_PATHS: Airflow's processes must get that directory.
     proc = subprocess.Popen(

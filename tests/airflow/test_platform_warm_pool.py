@@ -22,7 +22,7 @@ import pytest
 
 from connect_core.runtime.context import Runtime
 from connect_core.runtime.execution.processes import pid_alive
-from tests.airflow.test_platform import Api, _cli, _free_port, _wait
+from tests.airflow.test_platform import Api, _cli, _free_port, _log_server_ports, _wait
 from tests.conftest import _admin, file_pair
 
 pytestmark = pytest.mark.spark_connect
@@ -39,7 +39,7 @@ def _platform(env: dict[str, str], cwd: Path, airflow_db: str, *args: str) -> It
         proc = subprocess.Popen(
             [sys.executable, "-m", "connect_core.cli", *command],
             cwd=cwd,
-            env=env,
+            env={**env, **_log_server_ports()},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

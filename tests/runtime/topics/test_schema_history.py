@@ -170,9 +170,12 @@ def test_two_tasks_committing_one_new_shape_at_once_make_one_version(
 
 
 def _lock_waiters(conn: Any) -> int:
+    # pg_locks is the whole server's: only this test's database counts (another test's, say on
+    # another pytest-xdist worker, may wait at a topic lock of its own at the same time).
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = %s::oid",
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = %s::oid"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             (_LOCK_CLASS,),
         )
         return int(cur.fetchone()[0])
