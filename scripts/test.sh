@@ -21,9 +21,10 @@ export SPARK_LOCAL_IP=127.0.0.1
 artifacts="$root/test-artifacts"
 mkdir -p "$artifacts"
 status=0
-# Two pytest-xdist workers, each test sent to whichever is free (CONNECT_TEST_WORKERS; 0 runs them
-# all in this one process). Each worker starts the session's servers (Spark, Postgres, MariaDB) of its own.
-.venv/bin/pytest -n "${CONNECT_TEST_WORKERS:-2}" --dist load --junitxml="$artifacts/junit.xml" "$@" || status=$?
+# CONNECT_TEST_WORKERS=2: two pytest-xdist workers, each test sent to whichever is free, each with
+# the session's servers (Spark, Postgres, MariaDB) of its own (28 min against 44 on 2 cores). Not the
+# default yet: the Airflow UI test's waits time out when both workers run spark-submits at once.
+.venv/bin/pytest -n "${CONNECT_TEST_WORKERS:-0}" --dist load --junitxml="$artifacts/junit.xml" "$@" || status=$?
 if .venv/bin/python -m connect_core.testing.durations "$artifacts/junit.xml" --top 30 >"$artifacts/durations.txt"; then
   echo "test.sh: the slowest tests are in test-artifacts/durations.txt" >&2
 fi
