@@ -129,16 +129,16 @@ def test_a_task_that_fails_on_a_row_gives_the_table_up_and_a_lost_snapshot_fails
 
     _setup(pg_db, rows=300)
     cfg = _config(pg_db, **{"incremental.snapshot.parallel.reads": "2"})
-    real = _incremental._read_groups
+    real = _incremental._read_chunk_tasks
 
-    def failing(cfg: PostgresCdcConfig, exported: str, groups: list[Any], width: int, batches: Any) -> Any:
+    def failing(cfg: PostgresCdcConfig, exported: str, wave: list[Any], width: int, batches: Any) -> Any:
         # run in the Spark task (pickled by value): a read that fails on a row, as a filter's cast can
-        broken = [[(i, "SELECT 1 / (id - id) FROM items", ()) for i, _, _ in group] for group in groups]
+        broken = [(i, "SELECT 1 / (id - id) FROM items", ()) for i, _, _ in wave]
         return real(cfg, exported, broken, width, batches)
 
     progress = {"table": "public.items", "queue": ["public.other"]}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_incremental, "_read_groups", failing)
+        patch.setattr(_incremental, "_read_chunk_tasks", failing)
         chunk = _incremental.read_chunks(cfg, _tables(cfg), progress, 10_000, spark)
     assert chunk is not None
     assert chunk.skipped == "its filter failed on a row (DivisionByZero, SQLSTATE 22012)"
@@ -148,7 +148,7 @@ def test_a_task_that_fails_on_a_row_gives_the_table_up_and_a_lost_snapshot_fails
     # a snapshot no transaction exports (its exporter gone): no row's fault, the task fails
     one = iter([pa.record_batch({"id": pa.array([0], pa.int64())})])
     with pytest.raises(Exception, match="invalid snapshot identifier"):
-        list(real(cfg, "00000003-00000001-1", [[(0, "SELECT 1", ())]], 1, one))
+        list(real(cfg, "00000003-00000001-1", [(0, "SELECT 1", ())], 1, one))
 
 
 @pytest.mark.parametrize("parallel", ["1", "3"])

@@ -254,8 +254,8 @@ def _read_in_tasks(
     # a Spark job per `parallel` chunks, one a task: what a job brings back through the driver (its
     # JVM's memory) is `parallel` chunks at most, not the run's rows
     for first in range(0, len(reads), parallel):
-        wave = [[(i, *reads[i])] for i in range(first, min(first + parallel, len(reads)))]
-        read = functools.partial(_read_groups, cfg, exported, wave, width)
+        wave = [(i, *reads[i]) for i in range(first, min(first + parallel, len(reads)))]
+        read = functools.partial(_read_chunk_tasks, cfg, exported, wave, width)
         found = spark.range(0, len(wave), 1, len(wave)).mapInArrow(read, schema).toArrow()  # a row, a task
         failed = found.filter(pc.equal(found.column("chunk"), -1))
         if failed.num_rows:
@@ -265,32 +265,31 @@ def _read_in_tasks(
     return rows
 
 
-def _read_groups(
+def _read_chunk_tasks(
     cfg: PostgresCdcConfig,
     exported: str,
-    groups: list[list[tuple[int, str, tuple[Any, ...]]]],
+    wave: list[tuple[int, str, tuple[Any, ...]]],
     width: int,
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """In a Spark task (`mapInArrow`): the groups its rows name, each group's chunks (index in the
-    run, query, parameters) read on one connection in snapshot `exported`; a read's `DataError` (a row
-    its filter fails on) as a chunk -1 row. A snapshot that cannot be imported fails the task (and the
-    run)."""
+    """In a Spark task (`mapInArrow`): the chunks of `wave` (index in the run, query, parameters) its
+    rows name, each read on a connection of its own in snapshot `exported`; a read's `DataError` (a
+    row its filter fails on) as a chunk -1 row. A snapshot that cannot be imported fails the task
+    (and the run)."""
     import psycopg2
 
     from connect_core.connectors.cdc.postgres._snapshot import in_snapshot
 
     for batch in batches:
-        for group in batch.column("id").to_pylist():
+        for at in batch.column("id").to_pylist():
+            i, query, params = wave[at]
             with in_snapshot(cfg, exported) as conn, conn.cursor() as cur:
-                for i, query, params in groups[group]:
-                    try:
-                        rows = _fetch(cur, query, params)
-                    except psycopg2.DataError as exc:
-                        failed = (f"{type(exc).__name__}:{exc.pgcode}", *[None] * (width - 1))
-                        yield _task_rows(-1, [failed], width)
-                        return
-                    yield _task_rows(i, rows, width)
+                try:
+                    rows = _fetch(cur, query, params)
+                except psycopg2.DataError as exc:
+                    yield _task_rows(-1, [(f"{type(exc).__name__}:{exc.pgcode}", *[None] * (width - 1))], width)
+                    return
+            yield _task_rows(i, rows, width)
 
 
 def _task_rows(chunk: int, rows: list[tuple[Any, ...]], width: int) -> pa.RecordBatch:
